@@ -1,0 +1,291 @@
+//! Reading a verified envelope from bytes in memory.
+//!
+//! [`Envelope`] is generic over its byte storage (`&[u8]`, `Vec<u8>`, a memory map, an
+//! `Arc<[u8]>`), so the same type serves `include_bytes!`, wasm32 buffers and files. It exists only
+//! after the whole walk of [`crate::layout`] succeeded: magic, version, CRC32, header rules and
+//! section bounds. Its accessors hand out the sections as slices; nothing is copied until a
+//! payload has to be decompressed.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use crate::chunk_index::ChunkIndex;
+use crate::compression::decompress;
+use crate::error::{DecryptionFailure, Error, FormatError, Result, Section};
+use crate::header::{Flags, Format, Header};
+use crate::layout::{Layout, Span, declared_totals, walk};
+use crate::writer::{EnvelopeParts, Payload};
+
+/// A verified envelope over the bytes `B`.
+#[derive(Debug, Clone)]
+pub struct Envelope<B> {
+    bytes: B,
+    layout: Layout,
+    chunk_index: Option<ChunkIndex>,
+}
+
+impl<B: AsRef<[u8]>> Envelope<B> {
+    /// Verifies `bytes` as a file of `format`.
+    ///
+    /// # Errors
+    /// The first failed check, in order: `InvalidFormat` (magic, or the other format's magic),
+    /// `UnsupportedVersion`, `ChecksumMismatch`, then `InvalidFormat` for any other header rule or
+    /// section bound.
+    ///
+    /// # Example
+    /// ```
+    /// use envelope_core::{Compression, Envelope, EnvelopeParts, Format, Payload};
+    ///
+    /// let mut parts = EnvelopeParts::new(Format::Model, 0x0001);
+    /// parts.metadata = b"\x80".as_slice().into(); // an empty MessagePack map
+    /// parts.payload = Payload::compressed(Compression::Lz4, b"weights")?;
+    /// parts.compression = Compression::Lz4;
+    /// let bytes = parts.to_bytes()?;
+    ///
+    /// let envelope = Envelope::parse(&bytes[..], Format::Model)?;
+    /// assert_eq!(&*envelope.decode_payload()?, b"weights");
+    /// # Ok::<(), envelope_core::Error>(())
+    /// ```
+    pub fn parse(bytes: B, format: Format) -> Result<Self> {
+        Self::parse_inner(bytes, Some(format))
+    }
+
+    /// Verifies `bytes` as a file of either format (for tools such as `inspect`).
+    ///
+    /// # Errors
+    /// As [`Envelope::parse`].
+    pub fn parse_any(bytes: B) -> Result<Self> {
+        Self::parse_inner(bytes, None)
+    }
+
+    fn parse_inner(bytes: B, format: Option<Format>) -> Result<Self> {
+        let (layout, chunk_index) = walk(&mut bytes.as_ref(), format)?;
+        Ok(Self::from_walk(bytes, layout, chunk_index))
+    }
+
+    /// Wraps bytes that a walk over exactly these bytes has verified.
+    pub(crate) fn from_walk(bytes: B, layout: Layout, chunk_index: Option<ChunkIndex>) -> Self {
+        Self {
+            bytes,
+            layout,
+            chunk_index,
+        }
+    }
+
+    /// The header.
+    #[must_use]
+    pub fn header(&self) -> &Header {
+        self.layout.header()
+    }
+
+    /// Where every section lies.
+    #[must_use]
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The chunk index of a STREAMING file.
+    #[must_use]
+    pub fn chunk_index(&self) -> Option<&ChunkIndex> {
+        self.chunk_index.as_ref()
+    }
+
+    /// The whole file.
+    #[must_use]
+    pub fn as_bytes(&self) -> &[u8] {
+        self.bytes.as_ref()
+    }
+
+    /// Gives the storage back.
+    #[must_use]
+    pub fn into_inner(self) -> B {
+        self.bytes
+    }
+
+    /// The body of `section`, if the file has it.
+    #[must_use]
+    pub fn section(&self, section: Section) -> Option<&[u8]> {
+        self.layout
+            .span(section)
+            .map(|span| &self.bytes.as_ref()[to_range(span)])
+    }
+
+    /// The metadata bytes (MessagePack, interpreted by the format crates).
+    #[must_use]
+    pub fn metadata(&self) -> &[u8] {
+        self.section(Section::Metadata).unwrap_or_default()
+    }
+
+    /// The schema bytes (`.ald`; empty for `.apr`).
+    #[must_use]
+    pub fn schema(&self) -> &[u8] {
+        self.section(Section::Schema).unwrap_or_default()
+    }
+
+    /// The payload as stored (compressed and/or encrypted).
+    #[must_use]
+    pub fn payload(&self) -> &[u8] {
+        self.section(Section::Payload).unwrap_or_default()
+    }
+
+    /// The total decoded payload size (from the header, or the chunk index for large files).
+    #[must_use]
+    pub fn uncompressed_size(&self) -> u64 {
+        // The walk already reconciled header and index, so this cannot fail here.
+        declared_totals(self.header(), self.chunk_index.as_ref()).map_or(0, |(_, decoded)| decoded)
+    }
+
+    /// Every byte before the payload: header, metadata, schema and the framed sections up to and
+    /// including the encryption block.
+    #[must_use]
+    pub fn bytes_before_payload(&self) -> &[u8] {
+        &self.bytes.as_ref()[..to_usize(
+            self.layout
+                .span(Section::Payload)
+                .unwrap_or_default()
+                .offset,
+        )]
+    }
+
+    /// The bytes a signature covers: every byte except the signature block's body and the CRC32
+    /// trailer (see `docs/envelope.md`), as two slices to be fed to the hash in order.
+    #[must_use]
+    pub fn signed_regions(&self) -> [&[u8]; 2] {
+        let bytes = self.bytes.as_ref();
+        let end = to_usize(self.layout.checksum_offset());
+        match self.layout.span(Section::Signature) {
+            Some(span) => [
+                &bytes[..to_usize(span.offset)],
+                &bytes[to_usize(span.end())..end],
+            ],
+            None => [&bytes[..end], &[]],
+        }
+    }
+
+    /// The stored bytes of chunk `chunk` of a STREAMING file.
+    ///
+    /// # Errors
+    /// `InvalidFormat` if the file is not STREAMING or has no such chunk.
+    pub fn chunk(&self, chunk: usize) -> Result<&[u8]> {
+        let index = self.chunk_index.as_ref().ok_or(FormatError::Inconsistent {
+            reason: "chunks were requested from a file without the STREAMING flag",
+        })?;
+        let entry = index.entries().get(chunk).ok_or(FormatError::NoSuchChunk {
+            chunk: chunk as u64,
+            count: index.len() as u64,
+        })?;
+        let payload = self.layout.span(Section::Payload).unwrap_or_default();
+        let span = Span {
+            offset: payload.offset + entry.stored_offset,
+            len: entry.stored_size,
+        };
+        Ok(&self.bytes.as_ref()[to_range(span)])
+    }
+
+    /// Decompresses chunk `chunk` of an unencrypted STREAMING file.
+    ///
+    /// # Errors
+    /// `DecryptionFailed` (key required) for encrypted files; `InvalidFormat` for a missing chunk
+    /// or a corrupt stream.
+    pub fn decode_chunk(&self, chunk: usize) -> Result<Cow<'_, [u8]>> {
+        self.refuse_encrypted()?;
+        let stored = self.chunk(chunk)?;
+        let declared = self
+            .chunk_index
+            .as_ref()
+            .map_or(0, |index| index.entries()[chunk].uncompressed_size);
+        decompress(
+            self.header().compression(),
+            stored,
+            declared,
+            Section::Payload,
+        )
+    }
+
+    /// The decoded payload of an unencrypted file: borrowed when stored uncompressed, otherwise
+    /// decompressed (all chunks, in order, for STREAMING files).
+    ///
+    /// # Errors
+    /// `DecryptionFailed` (key required) for encrypted files; `InvalidFormat` for a corrupt stream
+    /// or one whose size differs from the declared size.
+    pub fn decode_payload(&self) -> Result<Cow<'_, [u8]>> {
+        self.refuse_encrypted()?;
+        let compression = self.header().compression();
+        let Some(index) = self
+            .chunk_index
+            .as_ref()
+            .filter(|_| compression != crate::Compression::None)
+        else {
+            return decompress(
+                compression,
+                self.payload(),
+                self.uncompressed_size(),
+                Section::Payload,
+            );
+        };
+        let mut out = Vec::new();
+        for chunk in 0..index.len() {
+            out.extend_from_slice(&self.decode_chunk(chunk)?);
+        }
+        Ok(Cow::Owned(out))
+    }
+
+    fn refuse_encrypted(&self) -> Result<()> {
+        if self.header().flags().contains(Flags::ENCRYPTED) {
+            return Err(Error::DecryptionFailed(DecryptionFailure::KeyRequired));
+        }
+        Ok(())
+    }
+
+    /// The parts of this file, borrowed, ready to be changed and written again. Writing them
+    /// unchanged gives back the same bytes.
+    #[must_use]
+    pub fn to_parts(&self) -> EnvelopeParts<'_> {
+        let header = self.header();
+        let optional = |section| self.section(section).map(Cow::Borrowed);
+        let payload = match &self.chunk_index {
+            Some(index) => Payload::Chunked {
+                index: index.clone(),
+                stored: Cow::Borrowed(self.payload()),
+            },
+            None => Payload::Whole {
+                stored: Cow::Borrowed(self.payload()),
+                uncompressed_size: self.uncompressed_size(),
+            },
+        };
+        EnvelopeParts {
+            format: header.format(),
+            version: header.version(),
+            type_id: header.type_id(),
+            compression: header.compression(),
+            quantized: header.flags().contains(Flags::QUANTIZED),
+            num_rows: header.num_rows(),
+            metadata: Cow::Borrowed(self.metadata()),
+            schema: Cow::Borrowed(self.schema()),
+            tensor_index: optional(Section::TensorIndex),
+            encryption: optional(Section::Encryption),
+            payload,
+            signature: optional(Section::Signature),
+            license: optional(Section::License),
+        }
+    }
+}
+
+fn to_usize(offset: u64) -> usize {
+    // Spans come from a walk over an in-memory slice, so they are below its usize length.
+    usize::try_from(offset).unwrap_or(usize::MAX)
+}
+
+fn to_range(span: Span) -> Range<usize> {
+    to_usize(span.offset)..to_usize(span.end())
+}
+
+impl Envelope<Vec<u8>> {
+    /// Verifies an owned buffer (see [`Envelope::parse`]).
+    ///
+    /// # Errors
+    /// As [`Envelope::parse`].
+    pub fn from_vec(bytes: Vec<u8>, format: Format) -> Result<Self> {
+        Self::parse(bytes, format)
+    }
+}

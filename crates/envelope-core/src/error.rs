@@ -1,0 +1,461 @@
+//! The one error type of the envelope family and the Andon signals it maps to.
+//!
+//! Every failure a loader can meet is a variant of [`Error`] with typed context (offsets, sizes,
+//! what was expected and what was found). [`Error::signal`] names the specs' Andon signal
+//! (000 §5.0, 001 §5.1) so callers and CLIs can act on the class of failure without matching every
+//! variant. The crates above (`envelope-crypto`, `envelope-sign`, `ald`, `apr`) report their
+//! failures through the same variants, so one signal vocabulary covers the whole family.
+
+use core::fmt;
+
+use crate::header::{Compression, Format, Version};
+
+/// Result alias used throughout the envelope crates.
+pub type Result<T, E = Error> = core::result::Result<T, E>;
+
+/// The Andon signals of the specifications (000 §5.0, 001 §5.1, 001 §6.2.9), plus two that are not
+/// about the file: `Io` (the operating system failed) and `Usage` (the caller asked for something
+/// this build or this API cannot do).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Signal {
+    /// Not a file of the expected format, or its structure is inconsistent.
+    InvalidFormat,
+    /// The CRC32 trailer does not match the bytes before it.
+    ChecksumMismatch,
+    /// A required signature is missing, made by an untrusted key, or does not verify.
+    SignatureInvalid,
+    /// The payload could not be decrypted (wrong key or password, or tampered ciphertext).
+    DecryptionFailed,
+    /// The file's format version is not one this reader supports.
+    UnsupportedVersion,
+    /// A dataset's schema differs from the one the caller expects.
+    SchemaMismatch,
+    /// A model's type differs from the one the caller expects.
+    ModelTypeMismatch,
+    /// The license block forbids loading now.
+    LicenseExpired,
+    /// The quantization type is unknown or not supported here.
+    UnsupportedQuantization,
+    /// Quantized data is inconsistent (sizes, scales, NaN where forbidden).
+    QuantizationCorrupt,
+    /// The operating system reported an I/O failure.
+    Io,
+    /// The request cannot be served by this build or this call (not a property of the file).
+    Usage,
+}
+
+impl Signal {
+    /// The signal's name as the specs spell it (`"ChecksumMismatch"`).
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::InvalidFormat => "InvalidFormat",
+            Self::ChecksumMismatch => "ChecksumMismatch",
+            Self::SignatureInvalid => "SignatureInvalid",
+            Self::DecryptionFailed => "DecryptionFailed",
+            Self::UnsupportedVersion => "UnsupportedVersion",
+            Self::SchemaMismatch => "SchemaMismatch",
+            Self::ModelTypeMismatch => "ModelTypeMismatch",
+            Self::LicenseExpired => "LicenseExpired",
+            Self::UnsupportedQuantization => "UnsupportedQuantization",
+            Self::QuantizationCorrupt => "QuantizationCorrupt",
+            Self::Io => "Io",
+            Self::Usage => "Usage",
+        }
+    }
+}
+
+impl fmt::Display for Signal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A region of an envelope file, used to say where a failure is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Section {
+    /// The fixed 32-byte header.
+    Header,
+    /// The MessagePack metadata (dataset or model card).
+    Metadata,
+    /// The Arrow IPC schema (`.ald` only).
+    Schema,
+    /// The aligned array / tensor index (TRUENO_NATIVE files).
+    TensorIndex,
+    /// The chunk index (STREAMING files).
+    ChunkIndex,
+    /// The encryption parameter block (ENCRYPTED files).
+    Encryption,
+    /// The payload.
+    Payload,
+    /// The signature block (SIGNED files).
+    Signature,
+    /// The license block (LICENSED files).
+    License,
+    /// The CRC32 trailer.
+    Checksum,
+}
+
+impl Section {
+    /// Lower-case name used in messages and JSON output.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Header => "header",
+            Self::Metadata => "metadata",
+            Self::Schema => "schema",
+            Self::TensorIndex => "tensor_index",
+            Self::ChunkIndex => "chunk_index",
+            Self::Encryption => "encryption",
+            Self::Payload => "payload",
+            Self::Signature => "signature",
+            Self::License => "license",
+            Self::Checksum => "checksum",
+        }
+    }
+}
+
+impl fmt::Display for Section {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a file's structure was refused (the `InvalidFormat` signal).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormatError {
+    /// The first four bytes are not a known magic.
+    #[error("bad magic {found:02x?}: not an .ald or .apr file")]
+    BadMagic {
+        /// The bytes found at offset 0.
+        found: [u8; 4],
+    },
+    /// The magic is valid but names the other format.
+    #[error("this is an {found} file, expected {expected}")]
+    WrongFormat {
+        /// The format the caller asked for.
+        expected: Format,
+        /// The format the magic names.
+        found: Format,
+    },
+    /// A section runs past the end of the file.
+    #[error("{section} at offset {offset} needs {needed} bytes, only {available} remain")]
+    Truncated {
+        /// The section being read.
+        section: Section,
+        /// Its start offset in the file.
+        offset: u64,
+        /// Bytes it needs.
+        needed: u64,
+        /// Bytes present from `offset` to the end of the readable area.
+        available: u64,
+    },
+    /// Bytes follow the last section before the CRC trailer.
+    #[error("{count} unexpected bytes at offset {offset} after the last section")]
+    TrailingBytes {
+        /// Where the unexpected bytes start.
+        offset: u64,
+        /// How many there are.
+        count: u64,
+    },
+    /// Flag bits that the format reserves are set.
+    #[error("reserved flag bits {bits:#04x} are set")]
+    ReservedFlags {
+        /// The offending bits.
+        bits: u8,
+    },
+    /// A reserved header byte is not zero.
+    #[error("reserved header byte at offset {offset} is {value:#04x}, must be zero")]
+    ReservedByte {
+        /// Offset within the header.
+        offset: u8,
+        /// The value found.
+        value: u8,
+    },
+    /// The compression id is not one of 0x00-0x03.
+    #[error("unknown compression id {id:#04x}")]
+    UnknownCompression {
+        /// The id found.
+        id: u8,
+    },
+    /// Two flags, or a flag and a field, cannot go together.
+    #[error("inconsistent header: {reason}")]
+    Inconsistent {
+        /// Which rule was broken (a fixed sentence from the format documentation).
+        reason: &'static str,
+    },
+    /// A size declared in one place disagrees with the size found in another.
+    #[error("{what}: declared {declared}, found {found}")]
+    SizeMismatch {
+        /// Which size.
+        what: &'static str,
+        /// The value the header or index declares.
+        declared: u64,
+        /// The value actually found.
+        found: u64,
+    },
+    /// A chunk of the chunk index does not follow its predecessor.
+    #[error("chunk {chunk}: {what} is {found}, expected {expected}")]
+    ChunkNotContiguous {
+        /// Index of the chunk.
+        chunk: u64,
+        /// Which field (`stored_offset` or `first_item`).
+        what: &'static str,
+        /// What contiguity requires.
+        expected: u64,
+        /// What the index says.
+        found: u64,
+    },
+    /// A chunk was requested that the index does not have.
+    #[error("chunk {chunk} requested, the file has {count}")]
+    NoSuchChunk {
+        /// The requested chunk.
+        chunk: u64,
+        /// Number of chunks.
+        count: u64,
+    },
+    /// A compressed stream is corrupt or decodes to a size other than the declared one.
+    #[error("{compression} data in {section}: {failure}")]
+    Decompression {
+        /// The section that held it.
+        section: Section,
+        /// The algorithm.
+        compression: Compression,
+        /// What went wrong.
+        failure: DecompressionFailure,
+    },
+}
+
+/// What went wrong while decompressing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecompressionFailure {
+    /// The compressed bytes are not a valid stream of their algorithm.
+    #[error("corrupt stream")]
+    Corrupt,
+    /// Bytes follow the single frame the format allows.
+    #[error("{extra} bytes after the end of the frame")]
+    TrailingData {
+        /// How many.
+        extra: u64,
+    },
+    /// The stream decodes to more bytes than declared (a decompression bomb is refused here).
+    #[error("decodes to more than the declared {declared} bytes")]
+    TooLarge {
+        /// The declared size.
+        declared: u64,
+    },
+    /// The stream decodes to fewer bytes than declared.
+    #[error("decodes to {actual} bytes, declared {declared}")]
+    TooSmall {
+        /// The declared size.
+        declared: u64,
+        /// What it decoded to.
+        actual: u64,
+    },
+}
+
+/// Why a signature check refused a file (the `SignatureInvalid` signal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SignatureFailure {
+    /// The caller requires a signature and the file has none (or its SIGNED flag was cleared).
+    #[error("the file is not signed")]
+    Missing,
+    /// The signing key is not among the caller's trusted keys.
+    #[error("signed by a key that is not trusted")]
+    UntrustedKey,
+    /// The signature does not verify over the covered bytes.
+    #[error("the signature does not verify")]
+    Mismatch,
+    /// The signature block cannot be parsed.
+    #[error("the signature block is malformed")]
+    Malformed,
+}
+
+/// Why decryption did not happen (the `DecryptionFailed` signal). Deliberately coarse: a wrong key
+/// and a tampered ciphertext are indistinguishable (`Failed`), as with RustCrypto's `aead::Error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecryptionFailure {
+    /// The payload is encrypted and no key or password was supplied.
+    #[error("the payload is encrypted and no key was given")]
+    KeyRequired,
+    /// The file is encrypted for other recipients than the key given.
+    #[error("not encrypted for this key")]
+    NotARecipient,
+    /// Authentication failed: wrong key or password, or the file was altered.
+    #[error("decryption failed")]
+    Failed,
+    /// The encryption block is malformed or names an unknown cipher suite.
+    #[error("the encryption block is malformed")]
+    Malformed,
+}
+
+/// Every failure of the envelope family. See [`Error::signal`] for the Andon signal of each.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The file's structure is invalid.
+    #[error("InvalidFormat: {0}")]
+    InvalidFormat(#[from] FormatError),
+    /// The CRC32 trailer does not match.
+    #[error("ChecksumMismatch: CRC32 stored {stored:#010x}, computed {computed:#010x}")]
+    ChecksumMismatch {
+        /// The value in the trailer.
+        stored: u32,
+        /// The value of the bytes before it.
+        computed: u32,
+    },
+    /// The format version is not supported by this reader.
+    #[error(
+        "UnsupportedVersion: {format} format version {found}, this reader supports {min} to {max}"
+    )]
+    UnsupportedVersion {
+        /// The file's format.
+        format: Format,
+        /// The version in the file.
+        found: Version,
+        /// Oldest supported version.
+        min: Version,
+        /// Newest supported version.
+        max: Version,
+    },
+    /// A signature check failed.
+    #[error("SignatureInvalid: {0}")]
+    SignatureInvalid(SignatureFailure),
+    /// Decryption failed.
+    #[error("DecryptionFailed: {0}")]
+    DecryptionFailed(DecryptionFailure),
+    /// A dataset's schema is not the expected one.
+    #[error("SchemaMismatch: expected {expected}, found {found}")]
+    SchemaMismatch {
+        /// The schema the caller expects, rendered for people.
+        expected: String,
+        /// The schema the file has, rendered for people.
+        found: String,
+    },
+    /// A model's type is not the expected one.
+    #[error("ModelTypeMismatch: expected model type {expected:#06x}, found {found:#06x}")]
+    ModelTypeMismatch {
+        /// The type id the caller expects.
+        expected: u16,
+        /// The type id in the header.
+        found: u16,
+    },
+    /// The license forbids loading at the given time.
+    #[error("LicenseExpired: license expired at {expires_at} (unix seconds), now is {now}")]
+    LicenseExpired {
+        /// Expiry time from the license block.
+        expires_at: u64,
+        /// The time the caller passed in.
+        now: u64,
+    },
+    /// A quantization type is unknown or unsupported.
+    #[error("UnsupportedQuantization: quantization type {type_id:#04x}")]
+    UnsupportedQuantization {
+        /// The type id found.
+        type_id: u8,
+    },
+    /// Quantized data is inconsistent.
+    #[error("QuantizationCorrupt: tensor {tensor:?}: {reason}")]
+    QuantizationCorrupt {
+        /// The tensor's name.
+        tensor: String,
+        /// Which rule failed.
+        reason: &'static str,
+    },
+    /// A section is too large for its header field and has no large-file path.
+    #[error("Usage: {section} is {size} bytes, the format allows at most {max}")]
+    SectionTooLarge {
+        /// Which section.
+        section: Section,
+        /// Its size.
+        size: u64,
+        /// The largest the format can describe.
+        max: u64,
+    },
+    /// The file uses a feature this build was compiled without.
+    #[error("Usage: this build lacks the `{feature}` feature needed for {what}")]
+    FeatureDisabled {
+        /// The cargo feature.
+        feature: &'static str,
+        /// What needed it.
+        what: &'static str,
+    },
+    /// The caller passed arguments that cannot work together.
+    #[error("Usage: {0}")]
+    InvalidArgument(&'static str),
+    /// The operating system reported an error.
+    #[error("Io: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl Error {
+    /// The Andon signal this failure raises.
+    #[must_use]
+    pub const fn signal(&self) -> Signal {
+        match self {
+            Self::InvalidFormat(_) => Signal::InvalidFormat,
+            Self::ChecksumMismatch { .. } => Signal::ChecksumMismatch,
+            Self::UnsupportedVersion { .. } => Signal::UnsupportedVersion,
+            Self::SignatureInvalid(_) => Signal::SignatureInvalid,
+            Self::DecryptionFailed(_) => Signal::DecryptionFailed,
+            Self::SchemaMismatch { .. } => Signal::SchemaMismatch,
+            Self::ModelTypeMismatch { .. } => Signal::ModelTypeMismatch,
+            Self::LicenseExpired { .. } => Signal::LicenseExpired,
+            Self::UnsupportedQuantization { .. } => Signal::UnsupportedQuantization,
+            Self::QuantizationCorrupt { .. } => Signal::QuantizationCorrupt,
+            Self::SectionTooLarge { .. }
+            | Self::FeatureDisabled { .. }
+            | Self::InvalidArgument(_) => Signal::Usage,
+            Self::Io(_) => Signal::Io,
+        }
+    }
+
+    /// Shorthand for an [`FormatError::Truncated`] error.
+    pub(crate) fn truncated(section: Section, offset: u64, needed: u64, available: u64) -> Self {
+        FormatError::Truncated {
+            section,
+            offset,
+            needed,
+            available,
+        }
+        .into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_message_starts_with_its_signal_name() {
+        let errors = [
+            Error::from(FormatError::BadMagic { found: *b"XXXX" }),
+            Error::ChecksumMismatch {
+                stored: 1,
+                computed: 2,
+            },
+            Error::SignatureInvalid(SignatureFailure::Missing),
+            Error::DecryptionFailed(DecryptionFailure::Failed),
+            Error::ModelTypeMismatch {
+                expected: 1,
+                found: 2,
+            },
+            Error::LicenseExpired {
+                expires_at: 1,
+                now: 2,
+            },
+            Error::UnsupportedQuantization { type_id: 9 },
+            Error::InvalidArgument("x"),
+        ];
+        for error in errors {
+            let message = error.to_string();
+            assert!(message.starts_with(error.signal().name()), "{message}");
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! Native file I/O: atomic saves, verified loads, and walking a file of any size without reading
+//! it into memory. Compiled only with the `fs` feature on non-wasm32 targets.
+//!
+//! Nothing is lost: [`write_atomic`] writes to a temporary file in the destination's directory,
+//! flushes and fsyncs it, renames it over the destination, then fsyncs the directory so the rename
+//! itself is durable. If anything fails before the rename, the old file is untouched and the
+//! temporary file is removed. The replaced file's space is released after the new file is
+//! durable, off the caller's critical path.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use crate::chunk_index::ChunkIndex;
+use crate::envelope::Envelope;
+use crate::error::{Error, Result};
+use crate::header::{CHECKSUM_LEN, Format};
+use crate::layout::{ByteSource, Layout, walk};
+use crate::writer::EnvelopeParts;
+
+/// Buffer size for streaming reads and writes.
+const IO_BLOCK: usize = 1 << 20;
+
+/// Loads read and hash in blocks of this size: large enough for full-speed `read(2)`, small enough
+/// to still be in the core's L2 cache when the CRC runs over them.
+const CACHE_BLOCK: usize = 256 << 10;
+
+/// Writes a file atomically: `write` fills a buffered temporary file in the same directory, which
+/// is then fsynced and renamed over `path`. An existing file keeps its permissions.
+///
+/// # Errors
+/// `Io` for any failure of the operating system, or whatever `write` returns; in every error case
+/// the previous content of `path` is unchanged.
+pub fn write_atomic<T>(
+    path: impl AsRef<Path>,
+    write: impl FnOnce(&mut BufWriter<&File>) -> Result<T>,
+) -> Result<T> {
+    let path = path.as_ref();
+    let name = path.file_name().ok_or(Error::InvalidArgument(
+        "the destination path has no file name",
+    ))?;
+    let dir = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let mut prefix = std::ffi::OsString::from(".");
+    prefix.push(name);
+    prefix.push(".");
+    let temp = tempfile::Builder::new()
+        .prefix(&prefix)
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    if let Ok(existing) = std::fs::metadata(path) {
+        temp.as_file().set_permissions(existing.permissions())?;
+    } else {
+        set_default_permissions(temp.as_file())?;
+    }
+    let value = {
+        let mut out = BufWriter::with_capacity(IO_BLOCK, temp.as_file());
+        let value = write(&mut out)?;
+        out.flush()?;
+        value
+    };
+    temp.as_file().sync_all()?;
+    // Keep the file being replaced open across the rename: the rename then only unlinks it, and
+    // the filesystem frees its blocks (and trims them, on a `discard` mount) when the last handle
+    // closes. That close happens on a short-lived thread, after the new file is durable, so
+    // replacing a large file costs about what writing it in place does (BENCHMARKS.md).
+    // (Unix only: elsewhere an open file may not be replaced.)
+    let replaced = if cfg!(unix) {
+        File::open(path).ok()
+    } else {
+        None
+    };
+    temp.persist(path).map_err(|error| Error::Io(error.error))?;
+    sync_directory(dir)?;
+    if let Some(replaced) = replaced {
+        // If the thread cannot be started, the handle is simply closed here.
+        let _ = std::thread::Builder::new()
+            .name("release-replaced-file".into())
+            .spawn(move || drop(replaced));
+    }
+    Ok(value)
+}
+
+#[cfg(unix)]
+fn set_default_permissions(file: &File) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    // tempfile creates 0600; a saved artifact is meant to be shared like any file `File::create`
+    // makes (0644 under the usual umask).
+    file.set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn set_default_permissions(_file: &File) -> Result<()> {
+    Ok(())
+}
+
+#[cfg(unix)]
+fn sync_directory(dir: &Path) -> Result<()> {
+    File::open(dir)?.sync_all()?;
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn sync_directory(_dir: &Path) -> Result<()> {
+    Ok(())
+}
+
+/// Saves `parts` to `path` atomically (see [`write_atomic`]).
+///
+/// # Errors
+/// As [`EnvelopeParts::write_to`], plus `Io`.
+pub fn save(path: impl AsRef<Path>, parts: &EnvelopeParts<'_>) -> Result<()> {
+    parts.header()?;
+    write_atomic(path, |out| parts.write_to(out))
+}
+
+/// Loads and verifies a whole file of `format`. The CRC32 is computed block by block as the file
+/// is read, while each block is still in cache.
+///
+/// # Errors
+/// `Io` if the file cannot be read (or changes size while being read), then as
+/// [`Envelope::parse`].
+pub fn load(path: impl AsRef<Path>, format: Format) -> Result<Envelope<Vec<u8>>> {
+    let (bytes, crc) = read_with_crc(path.as_ref())?;
+    let (layout, index) = walk(&mut PrecomputedCrc { bytes: &bytes, crc }, Some(format))?;
+    Ok(Envelope::from_walk(bytes, layout, index))
+}
+
+/// Walks and verifies a file of either format without reading it into memory: it reads the
+/// header, the framed sections' lengths and the chunk index, and streams every byte through the
+/// CRC32. Memory use is independent of the file's size.
+///
+/// # Errors
+/// `Io`, then as [`Envelope::parse`].
+pub fn inspect(path: impl AsRef<Path>) -> Result<(Layout, Option<ChunkIndex>)> {
+    let file = File::open(path)?;
+    let len = file.metadata()?.len();
+    walk(&mut FileSource { file, len }, None)
+}
+
+/// Reads the whole file, hashing each block right after it is read, while it is still in the
+/// core's cache: the bytes cross main memory once (the read's copy) instead of twice.
+fn read_with_crc(path: &Path) -> Result<(Vec<u8>, u32)> {
+    let mut file = File::open(path)?;
+    let len = usize::try_from(file.metadata()?.len()).map_err(|_| {
+        Error::InvalidArgument("the file is larger than this platform's memory can hold")
+    })?;
+    let mut bytes = vec![0u8; len];
+    let (checked, trailer) = bytes.split_at_mut(len.saturating_sub(CHECKSUM_LEN));
+    let mut hasher = crc32fast::Hasher::new();
+    for block in checked.chunks_mut(CACHE_BLOCK) {
+        file.read_exact(block)?;
+        hasher.update(block);
+    }
+    file.read_exact(trailer)?;
+    // A file that grew while being read would leave bytes unread: refuse it.
+    if file.read(&mut [0u8; 1])? != 0 {
+        return Err(Error::Io(std::io::Error::other(
+            "the file changed size while being read",
+        )));
+    }
+    Ok((bytes, hasher.finalize()))
+}
+
+/// A fully read file whose CRC32 was computed during the read.
+struct PrecomputedCrc<'a> {
+    bytes: &'a [u8],
+    crc: u32,
+}
+
+impl ByteSource for PrecomputedCrc<'_> {
+    fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.bytes.read_exact_at(offset, buf)
+    }
+
+    fn crc32_of_prefix(&mut self, len: u64) -> Result<u32> {
+        if len == self.len().saturating_sub(CHECKSUM_LEN as u64) {
+            Ok(self.crc)
+        } else {
+            self.bytes.crc32_of_prefix(len)
+        }
+    }
+}
+
+/// A file read by offset.
+struct FileSource {
+    file: File,
+    len: u64,
+}
+
+impl ByteSource for FileSource {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.file.seek(SeekFrom::Start(offset))?;
+        self.file.read_exact(buf)?;
+        Ok(())
+    }
+
+    fn crc32_of_prefix(&mut self, len: u64) -> Result<u32> {
+        self.file.seek(SeekFrom::Start(0))?;
+        let mut hasher = crc32fast::Hasher::new();
+        let mut block = vec![0u8; IO_BLOCK];
+        let mut remaining = len;
+        while remaining > 0 {
+            let want =
+                usize::try_from(remaining).map_or(IO_BLOCK, |remaining| remaining.min(IO_BLOCK));
+            self.file.read_exact(&mut block[..want])?;
+            hasher.update(&block[..want]);
+            remaining -= want as u64;
+        }
+        Ok(hasher.finalize())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Compression, Payload};
+
+    fn sample_parts(payload: &[u8]) -> EnvelopeParts<'_> {
+        let mut parts = EnvelopeParts::new(Format::Dataset, 1);
+        parts.metadata = b"\x81\xa4name\xa4test".as_slice().into();
+        parts.payload = Payload::Whole {
+            stored: payload.into(),
+            uncompressed_size: payload.len() as u64,
+        };
+        parts.compression = Compression::None;
+        parts
+    }
+
+    #[test]
+    fn save_then_load_round_trips_and_inspect_agrees() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data.ald");
+        let payload = vec![7u8; 3 * IO_BLOCK + 5];
+        save(&path, &sample_parts(&payload)).unwrap();
+        let loaded = load(&path, Format::Dataset).unwrap();
+        assert_eq!(&*loaded.decode_payload().unwrap(), &payload[..]);
+        let (layout, _) = inspect(&path).unwrap();
+        assert_eq!(&layout, loaded.layout());
+        // Only the destination remains: the temporary file was renamed.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn failed_write_leaves_the_old_file_intact() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data.ald");
+        std::fs::write(&path, b"old content").unwrap();
+        let result: Result<()> = write_atomic(&path, |out| {
+            out.write_all(b"partial new content")?;
+            Err(Error::InvalidArgument("simulated failure half-way"))
+        });
+        assert!(result.is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), b"old content");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "temporary file removed"
+        );
+    }
+
+    #[test]
+    fn corrupt_file_on_disk_is_refused_by_load_and_inspect() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data.ald");
+        save(&path, &sample_parts(b"payload")).unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[40] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(matches!(
+            load(&path, Format::Dataset),
+            Err(Error::ChecksumMismatch { .. })
+        ));
+        assert!(matches!(
+            inspect(&path),
+            Err(Error::ChecksumMismatch { .. })
+        ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn new_files_are_readable_by_others_and_existing_permissions_are_kept() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data.ald");
+        save(&path, &sample_parts(b"x")).unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o644
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        save(&path, &sample_parts(b"y")).unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+}

@@ -1,0 +1,345 @@
+//! Walking the sections of an envelope without understanding their contents (000 §2, 001 §2).
+//!
+//! After the header come, in this order: metadata (`metadata_size` bytes), schema (`schema_size`
+//! bytes, `.ald` only), then the optional *framed* sections that precede the payload — tensor
+//! index (TRUENO_NATIVE), chunk index (STREAMING), encryption block (ENCRYPTED) — then the payload,
+//! then the framed signature block (SIGNED) and license block (LICENSED), then the CRC32 trailer.
+//! A framed section is a little-endian u32 body length followed by the body, so every section's
+//! extent is known without parsing it.
+//!
+//! The walk checks, in the specs' order: magic, version, CRC32 of everything before the trailer,
+//! the remaining header rules, then every section's bounds against the bytes actually present, the
+//! chunk index's consistency with the header, and that nothing follows the last section.
+
+use crate::chunk_index::ChunkIndex;
+use crate::error::{Error, FormatError, Result, Section};
+use crate::header::{CHECKSUM_LEN, Compression, DeclaredSize, Flags, Format, HEADER_LEN, Header};
+
+/// Bytes of a framed section's length prefix.
+pub const FRAME_PREFIX_LEN: usize = 4;
+
+/// Where a section's body lies in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Span {
+    /// Offset of the first body byte from the start of the file.
+    pub offset: u64,
+    /// Body length in bytes (excluding a frame's length prefix).
+    pub len: u64,
+}
+
+impl Span {
+    /// One past the last byte.
+    #[must_use]
+    pub const fn end(&self) -> u64 {
+        self.offset + self.len
+    }
+}
+
+/// The validated positions of every section of one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    header: Header,
+    metadata: Span,
+    schema: Span,
+    tensor_index: Option<Span>,
+    chunk_index: Option<Span>,
+    encryption: Option<Span>,
+    payload: Span,
+    signature: Option<Span>,
+    license: Option<Span>,
+    checksum: u32,
+    file_len: u64,
+}
+
+impl Layout {
+    /// The validated header.
+    #[must_use]
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The body span of `section`, if the file has it. Metadata, payload and checksum are always
+    /// present; the schema only in `.ald` files.
+    #[must_use]
+    pub fn span(&self, section: Section) -> Option<Span> {
+        match section {
+            Section::Header => Some(Span {
+                offset: 0,
+                len: HEADER_LEN as u64,
+            }),
+            Section::Metadata => Some(self.metadata),
+            Section::Schema => (self.header.format() == Format::Dataset).then_some(self.schema),
+            Section::TensorIndex => self.tensor_index,
+            Section::ChunkIndex => self.chunk_index,
+            Section::Encryption => self.encryption,
+            Section::Payload => Some(self.payload),
+            Section::Signature => self.signature,
+            Section::License => self.license,
+            Section::Checksum => Some(Span {
+                offset: self.checksum_offset(),
+                len: CHECKSUM_LEN as u64,
+            }),
+        }
+    }
+
+    /// Every present section with its body span and whether it is framed, in file order.
+    #[must_use]
+    pub fn sections(&self) -> Vec<(Section, Span, bool)> {
+        [
+            (Section::Header, false),
+            (Section::Metadata, false),
+            (Section::Schema, false),
+            (Section::TensorIndex, true),
+            (Section::ChunkIndex, true),
+            (Section::Encryption, true),
+            (Section::Payload, false),
+            (Section::Signature, true),
+            (Section::License, true),
+            (Section::Checksum, false),
+        ]
+        .into_iter()
+        .filter_map(|(section, framed)| self.span(section).map(|span| (section, span, framed)))
+        .collect()
+    }
+
+    /// The CRC32 stored in (and verified against) the trailer.
+    #[must_use]
+    pub fn checksum(&self) -> u32 {
+        self.checksum
+    }
+
+    /// Offset of the CRC32 trailer, which is also the length of the checksummed bytes.
+    #[must_use]
+    pub fn checksum_offset(&self) -> u64 {
+        self.file_len - CHECKSUM_LEN as u64
+    }
+
+    /// Total file length.
+    #[must_use]
+    pub fn file_len(&self) -> u64 {
+        self.file_len
+    }
+}
+
+/// Random access to the bytes of a file being walked.
+pub(crate) trait ByteSource {
+    /// Total length.
+    fn len(&self) -> u64;
+    /// Fills `buf` from `offset`; the caller has checked the range is within `len()`.
+    fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<()>;
+    /// CRC32 of the first `len` bytes.
+    fn crc32_of_prefix(&mut self, len: u64) -> Result<u32>;
+}
+
+impl ByteSource for &[u8] {
+    fn len(&self) -> u64 {
+        <[u8]>::len(self) as u64
+    }
+
+    fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let start = usize::try_from(offset).ok();
+        let slice = start.and_then(|start| self.get(start..start.checked_add(buf.len())?));
+        let slice = slice.ok_or_else(|| {
+            Error::truncated(
+                Section::Header,
+                offset,
+                buf.len() as u64,
+                ByteSource::len(self).saturating_sub(offset),
+            )
+        })?;
+        buf.copy_from_slice(slice);
+        Ok(())
+    }
+
+    fn crc32_of_prefix(&mut self, len: u64) -> Result<u32> {
+        let len =
+            usize::try_from(len).map_err(|_| Error::InvalidArgument("prefix beyond the slice"))?;
+        let prefix = self
+            .get(..len)
+            .ok_or(Error::InvalidArgument("prefix beyond the slice"))?;
+        Ok(crc32fast::hash(prefix))
+    }
+}
+
+/// Walks and validates the whole file. With `expected`, a file of the other format is refused
+/// right after the magic check.
+pub(crate) fn walk(
+    source: &mut impl ByteSource,
+    expected: Option<Format>,
+) -> Result<(Layout, Option<ChunkIndex>)> {
+    let file_len = source.len();
+    let mut head = [0u8; HEADER_LEN];
+    let head_len = usize::try_from(file_len.min(HEADER_LEN as u64)).unwrap_or(HEADER_LEN);
+    source.read_exact_at(0, &mut head[..head_len])?;
+    let head = &head[..head_len];
+
+    // 1. Magic (and the format the caller wants), 2. version.
+    if let (Some(expected), Some(magic)) = (expected, head.get(..4)) {
+        let found = Format::from_magic([magic[0], magic[1], magic[2], magic[3]]);
+        if let Some(found) = found.filter(|found| *found != expected) {
+            return Err(FormatError::WrongFormat { expected, found }.into());
+        }
+    }
+    crate::header::identify(head)?;
+    let minimum = (HEADER_LEN + CHECKSUM_LEN) as u64;
+    if file_len < minimum {
+        return Err(Error::truncated(Section::Header, 0, minimum, file_len));
+    }
+
+    // 3. Checksum, before any other field is trusted.
+    let checksum_offset = file_len - CHECKSUM_LEN as u64;
+    let mut trailer = [0u8; CHECKSUM_LEN];
+    source.read_exact_at(checksum_offset, &mut trailer)?;
+    let stored = u32::from_le_bytes(trailer);
+    let computed = source.crc32_of_prefix(checksum_offset)?;
+    if stored != computed {
+        return Err(Error::ChecksumMismatch { stored, computed });
+    }
+
+    // 4. Every other header rule, then the sections.
+    let header = Header::parse(head)?;
+    let flags = header.flags();
+    let mut walker = Walker {
+        source,
+        at: HEADER_LEN as u64,
+        end: checksum_offset,
+    };
+    let metadata = walker.fixed(Section::Metadata, u64::from(header.metadata_size()))?;
+    let schema = walker.fixed(Section::Schema, u64::from(header.schema_size()))?;
+    let tensor_index =
+        walker.framed_if(flags.contains(Flags::TRUENO_NATIVE), Section::TensorIndex)?;
+    let chunk_span = walker.framed_if(flags.contains(Flags::STREAMING), Section::ChunkIndex)?;
+    let encryption = walker.framed_if(flags.contains(Flags::ENCRYPTED), Section::Encryption)?;
+
+    let chunk_index = match chunk_span {
+        Some(span) => Some(ChunkIndex::parse(&walker.read_body(span)?)?),
+        None => None,
+    };
+    let (payload_size, _) = declared_totals(&header, chunk_index.as_ref())?;
+    let payload = walker.fixed(Section::Payload, payload_size)?;
+    let signature = walker.framed_if(flags.contains(Flags::SIGNED), Section::Signature)?;
+    let license = walker.framed_if(flags.contains(Flags::LICENSED), Section::License)?;
+    if walker.at != walker.end {
+        return Err(FormatError::TrailingBytes {
+            offset: walker.at,
+            count: walker.end - walker.at,
+        }
+        .into());
+    }
+
+    let layout = Layout {
+        header,
+        metadata,
+        schema,
+        tensor_index,
+        chunk_index: chunk_span,
+        encryption,
+        payload,
+        signature,
+        license,
+        checksum: stored,
+        file_len,
+    };
+    Ok((layout, chunk_index))
+}
+
+/// The stored and decoded payload sizes, reconciling the header's u32 fields with the chunk
+/// index's u64 totals (the large-file path).
+pub(crate) fn declared_totals(header: &Header, index: Option<&ChunkIndex>) -> Result<(u64, u64)> {
+    let Some(index) = index else {
+        // Without an index, Header::new guarantees both fields are exact.
+        let stored = header.payload_size().exact().unwrap_or(0);
+        let decoded = header.uncompressed_size().exact().unwrap_or(0);
+        return Ok((stored, decoded));
+    };
+    let pairs = [
+        ("payload_size", header.payload_size(), index.payload_size()),
+        (
+            "uncompressed_size",
+            header.uncompressed_size(),
+            index.uncompressed_size(),
+        ),
+    ];
+    for (what, declared, total) in pairs {
+        // The header must hold the exact value when it fits, the sentinel only when it does not.
+        if declared != DeclaredSize::for_size(total) {
+            return Err(FormatError::SizeMismatch {
+                what,
+                declared: declared.exact().unwrap_or(u64::from(u32::MAX)),
+                found: total,
+            }
+            .into());
+        }
+    }
+    if header.format() == Format::Dataset && index.item_count() != header.num_rows() {
+        return Err(FormatError::SizeMismatch {
+            what: "num_rows against the chunk index's rows",
+            declared: header.num_rows(),
+            found: index.item_count(),
+        }
+        .into());
+    }
+    let plain =
+        header.compression() == Compression::None && !header.flags().contains(Flags::ENCRYPTED);
+    if plain
+        && let Some(entry) = index
+            .entries()
+            .iter()
+            .find(|entry| entry.stored_size != entry.uncompressed_size)
+    {
+        return Err(FormatError::SizeMismatch {
+            what: "stored_size of an uncompressed chunk",
+            declared: entry.uncompressed_size,
+            found: entry.stored_size,
+        }
+        .into());
+    }
+    Ok((index.payload_size(), index.uncompressed_size()))
+}
+
+struct Walker<'s, S> {
+    source: &'s mut S,
+    at: u64,
+    end: u64,
+}
+
+impl<S: ByteSource> Walker<'_, S> {
+    fn remaining(&self) -> u64 {
+        self.end - self.at
+    }
+
+    fn fixed(&mut self, section: Section, len: u64) -> Result<Span> {
+        if len > self.remaining() {
+            return Err(Error::truncated(section, self.at, len, self.remaining()));
+        }
+        let span = Span {
+            offset: self.at,
+            len,
+        };
+        self.at += len;
+        Ok(span)
+    }
+
+    fn framed_if(&mut self, present: bool, section: Section) -> Result<Option<Span>> {
+        if !present {
+            return Ok(None);
+        }
+        let prefix = self.fixed(section, FRAME_PREFIX_LEN as u64)?;
+        let mut len = [0u8; FRAME_PREFIX_LEN];
+        self.source.read_exact_at(prefix.offset, &mut len)?;
+        self.fixed(section, u64::from(u32::from_le_bytes(len)))
+            .map(Some)
+    }
+
+    /// Reads a body the walk has already bounded by the file's length.
+    fn read_body(&mut self, span: Span) -> Result<Vec<u8>> {
+        let len = usize::try_from(span.len).map_err(|_| Error::SectionTooLarge {
+            section: Section::ChunkIndex,
+            size: span.len,
+            max: usize::MAX as u64,
+        })?;
+        let mut body = vec![0u8; len];
+        self.source.read_exact_at(span.offset, &mut body)?;
+        Ok(body)
+    }
+}
