@@ -1,0 +1,415 @@
+//! `lineage`: dataset snapshot IDs and lineage commitments (spec 004) from the command line.
+//!
+//! A thin shell over the `lineage` crate: argument parsing, the progress bar, printing. Every
+//! failure is printed with the contract's failure code and exits with status 1 (2 for usage
+//! errors, as clap does).
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a CLI prints its results and errors"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result};
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use lineage::fs::{BuildOutcome, HashOptions, SymlinkPolicy, hash_tree, walk};
+use lineage::trace::{ErrorRecord, TraceRecord, replay_token};
+use lineage::{
+    AccessPlanInputs, DatasetDigest, Digest, Snapshot, SnapshotInputs, SplitDefs, TransformChain,
+    build_snapshot, data_access_plan_hash,
+};
+use serde_json::json;
+
+/// Dataset lineage (UML_OS.Data.Lineage_v1): content-addressed snapshot IDs.
+///
+/// `dataset_snapshot_id` commits to every file (path and bytes) under DIR, the split
+/// definitions, the transform chain, the tenant and the version tag. The byte-level rules are in
+/// docs/lineage.md. Exit status: 0 success, 1 failure (the message starts with the contract's
+/// failure code, e.g. SPLIT_FRACTION_SUM), 2 usage error, 3 stopped by --stop-after (resume with
+/// the same --checkpoint).
+#[derive(Parser, Debug)]
+#[command(name = "lineage", version, about, long_about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Hash DIR and print every commitment: dataset_root_hash, split_hashes,
+    /// transform_chain_hash, dataset_snapshot_id, lineage_root_hash, and the metrics.
+    Snapshot {
+        #[command(flatten)]
+        snap: SnapshotArgs,
+        /// Print one JSON object keyed by the contract's names.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print which split each file (sample) of DIR goes to, in canonical path order.
+    Split {
+        /// Dataset root directory.
+        dir: PathBuf,
+        /// JSON array of split entries: [{"split_name": "train", "split_fraction": 0.8,
+        /// "split_seed": 7}, ...] (seed optional, but shared by all entries if present).
+        #[arg(long)]
+        splits: PathBuf,
+        /// Treat symlinks as files holding their target path instead of failing.
+        #[arg(long)]
+        symlinks_as_target_path: bool,
+        /// Print a JSON object {"splits": [...], "assignment": [{"path", "split"}, ...]}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print data_access_plan_hash (world_size_policy "rank_contiguous_shard_v1",
+    /// epoch_seed_rule "epoch_seed_rule_v2"). Every input is 64 hex digits.
+    Plan {
+        /// kernel_replay_token.
+        #[arg(long)]
+        kernel_replay_token: String,
+        /// manifest_hash.
+        #[arg(long)]
+        manifest_hash: String,
+        /// dataset_key: normally the dataset_snapshot_id printed by `lineage snapshot`.
+        #[arg(long)]
+        dataset_key: String,
+        /// sampler_config_hash.
+        #[arg(long)]
+        sampler_config_hash: String,
+        /// Print a JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Recompute the snapshot ID of DIR and exit 1 (SNAPSHOT_HASH_MISMATCH) unless it equals
+    /// --expect. Takes the same inputs as `snapshot`.
+    Verify {
+        #[command(flatten)]
+        snap: SnapshotArgs,
+        /// The expected dataset_snapshot_id (64 hex digits).
+        #[arg(long)]
+        expect: String,
+        /// Print a JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args, Debug)]
+struct SnapshotArgs {
+    /// Dataset root directory. Every regular file below it is a source; empty directories are
+    /// ignored; symlinks fail unless --symlinks-as-target-path.
+    dir: PathBuf,
+    /// tenant_id (the namespace of every lineage object).
+    #[arg(long)]
+    tenant: String,
+    /// dataset_version_or_tag.
+    #[arg(long)]
+    version: String,
+    /// JSON array of split entries (default: one split "all", fraction 1.0, no seed).
+    #[arg(long)]
+    splits: Option<PathBuf>,
+    /// JSON array of transform objects, each with an integer "seq" (default: empty chain).
+    #[arg(long)]
+    transforms: Option<PathBuf>,
+    /// Checkpoint file: resumed from if it exists, updated while hashing, removed on success.
+    /// Keep it outside DIR (it would change the file list), and do not modify DIR's files while
+    /// a build is paused.
+    #[arg(long)]
+    checkpoint: Option<PathBuf>,
+    /// Files between checkpoint writes.
+    #[arg(long, default_value_t = 10_000)]
+    checkpoint_every: u64,
+    /// Stop after this many files (writing the checkpoint) and exit 3: for planned interruption.
+    #[arg(long, requires = "checkpoint")]
+    stop_after: Option<u64>,
+    /// Hashing threads (default: all cores).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Treat symlinks as files holding their target path instead of failing.
+    #[arg(long)]
+    symlinks_as_target_path: bool,
+    /// Write the lineage trace to FILE as a CBOR sequence (RFC 8742) of canonical maps:
+    /// run_header, one iter per file, run_end; or an error record on failure.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// run_id for the replay token in trace records.
+    #[arg(long, default_value = "lineage-cli")]
+    run_id: String,
+}
+
+/// Exit status when a build stopped on `--stop-after`.
+const EXIT_STOPPED: u8 = 3;
+
+enum Outcome {
+    Done,
+    Stopped,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let json_mode = match &cli.command {
+        Command::Snapshot { json, .. }
+        | Command::Split { json, .. }
+        | Command::Plan { json, .. }
+        | Command::Verify { json, .. } => *json,
+    };
+    match run(cli.command) {
+        Ok(Outcome::Done) => ExitCode::SUCCESS,
+        Ok(Outcome::Stopped) => ExitCode::from(EXIT_STOPPED),
+        Err(e) => {
+            let code = e
+                .downcast_ref::<lineage::Error>()
+                .map_or("ERROR", |le| le.failure_code().as_str());
+            if json_mode {
+                println!(
+                    "{}",
+                    json!({"ok": false, "failure_code": code, "message": format!("{e:#}")})
+                );
+            }
+            eprintln!("lineage: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn read_text(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+}
+
+fn load_splits(path: Option<&Path>) -> Result<SplitDefs> {
+    Ok(match path {
+        Some(p) => SplitDefs::from_json(&read_text(p)?)?,
+        None => SplitDefs::default(),
+    })
+}
+
+fn policy(as_target: bool) -> SymlinkPolicy {
+    if as_target {
+        SymlinkPolicy::HashTargetPath
+    } else {
+        SymlinkPolicy::Refuse
+    }
+}
+
+fn hash_dir(a: &SnapshotArgs, file_hashes: &mut Vec<Digest>) -> Result<Option<DatasetDigest>> {
+    let tree = walk(&a.dir, policy(a.symlinks_as_target_path))?;
+    let opts = HashOptions {
+        threads: a.threads,
+        checkpoint: a.checkpoint.clone(),
+        checkpoint_every_files: a.checkpoint_every,
+        stop_after_files: a.stop_after,
+    };
+    let total = u64::try_from(tree.len()).unwrap_or(u64::MAX);
+    // Hidden automatically when stderr is not a terminal.
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} files {msg} ({eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let tracing = a.trace.is_some();
+    let outcome = hash_tree(&tree, &opts, &mut |p| {
+        if tracing {
+            file_hashes.push(p.file_hash);
+        }
+        bar.set_position(p.files_done);
+        if p.files_done % 256 == 0 || p.files_done == p.files_total {
+            bar.set_message(format!("{} MiB", p.bytes_done >> 20));
+        }
+    })?;
+    bar.finish_and_clear();
+    Ok(match outcome {
+        BuildOutcome::Complete(d) => Some(d),
+        BuildOutcome::Stopped { cursor } => {
+            eprintln!(
+                "lineage: stopped after {cursor} of {total} files; checkpoint written, rerun with the same --checkpoint to resume"
+            );
+            None
+        }
+    })
+}
+
+fn snapshot(a: &SnapshotArgs) -> Result<Option<Snapshot>> {
+    let mut file_hashes = Vec::new();
+    let result = snapshot_inner(a, &mut file_hashes);
+    if let Some(path) = &a.trace {
+        write_trace(path, a, &result, &file_hashes)?;
+    }
+    result
+}
+
+fn snapshot_inner(a: &SnapshotArgs, file_hashes: &mut Vec<Digest>) -> Result<Option<Snapshot>> {
+    // 004 §6: validate the inputs before hashing any byte.
+    let splits = load_splits(a.splits.as_deref())?;
+    let transforms = match &a.transforms {
+        Some(p) => TransformChain::from_json(&read_text(p)?)?,
+        None => TransformChain::default(),
+    };
+    let inputs = SnapshotInputs::new(&a.tenant, &a.version, splits, transforms)?;
+    let Some(data) = hash_dir(a, file_hashes)? else {
+        return Ok(None);
+    };
+    Ok(Some(build_snapshot(&inputs, &data)?))
+}
+
+/// Writes the trace as a CBOR sequence: run_header, iter per file, run_end (or the error
+/// record). Files hashed in an earlier, checkpointed run have no iter record here; `step` is
+/// their `sample_index` counted from the resumed cursor's end.
+fn write_trace(
+    path: &Path,
+    a: &SnapshotArgs,
+    result: &Result<Option<Snapshot>>,
+    file_hashes: &[Digest],
+) -> Result<()> {
+    let mut out = Vec::new();
+    match result {
+        Ok(Some(s)) => {
+            TraceRecord::RunHeader {
+                source_hashes: vec![s.dataset_root_hash],
+                transform_chain_hash: s.transform_chain_hash,
+            }
+            .to_cbor()
+            .encode_into(&mut out);
+            let first = s
+                .metrics
+                .source_count
+                .saturating_sub(u64::try_from(file_hashes.len())?);
+            for (i, h) in (first..).zip(file_hashes) {
+                TraceRecord::Iter {
+                    step: i,
+                    hash: *h,
+                    status: "ok",
+                }
+                .to_cbor()
+                .encode_into(&mut out);
+            }
+            TraceRecord::RunEnd {
+                dataset_snapshot_id: s.dataset_snapshot_id,
+            }
+            .to_cbor()
+            .encode_into(&mut out);
+        }
+        Ok(None) => return Ok(()),
+        Err(e) => {
+            if let Some(le) = e.downcast_ref::<lineage::Error>() {
+                let t = u64::try_from(file_hashes.len())?;
+                ErrorRecord::from_error(le, le.operator(), t, replay_token(&a.tenant, &a.run_id))
+                    .to_cbor()
+                    .encode_into(&mut out);
+            }
+        }
+    }
+    std::fs::write(path, out).with_context(|| format!("writing trace {}", path.display()))
+}
+
+fn snapshot_json(s: &Snapshot) -> serde_json::Value {
+    json!({
+        "dataset_root_hash": s.dataset_root_hash.to_hex(),
+        "split_hashes": s.split_hashes.to_hex(),
+        "transform_chain_hash": s.transform_chain_hash.to_hex(),
+        "dataset_snapshot_id": s.dataset_snapshot_id.to_hex(),
+        "lineage_root_hash": s.lineage_root_hash.to_hex(),
+        "source_count": s.metrics.source_count,
+        "transform_count": s.metrics.transform_count,
+        "snapshot_size_bytes": s.metrics.snapshot_size_bytes,
+    })
+}
+
+fn run(cmd: Command) -> Result<Outcome> {
+    match cmd {
+        Command::Snapshot { snap, json } => {
+            let Some(s) = snapshot(&snap)? else {
+                return Ok(Outcome::Stopped);
+            };
+            if json {
+                println!("{}", snapshot_json(&s));
+            } else {
+                for (k, v) in [
+                    ("dataset_root_hash", s.dataset_root_hash.to_hex()),
+                    ("split_hashes", s.split_hashes.to_hex()),
+                    ("transform_chain_hash", s.transform_chain_hash.to_hex()),
+                    ("dataset_snapshot_id", s.dataset_snapshot_id.to_hex()),
+                    ("lineage_root_hash", s.lineage_root_hash.to_hex()),
+                    ("source_count", s.metrics.source_count.to_string()),
+                    ("transform_count", s.metrics.transform_count.to_string()),
+                    (
+                        "snapshot_size_bytes",
+                        s.metrics.snapshot_size_bytes.to_string(),
+                    ),
+                ] {
+                    println!("{k:<22}{v}");
+                }
+            }
+            Ok(Outcome::Done)
+        }
+        Command::Split {
+            dir,
+            splits,
+            symlinks_as_target_path,
+            json,
+        } => {
+            let defs = load_splits(Some(&splits))?;
+            let tree = walk(&dir, policy(symlinks_as_target_path))?;
+            let paths = tree.paths();
+            let assign = defs.assign(u64::try_from(paths.len()).unwrap_or(u64::MAX));
+            let names: Vec<&str> = defs.entries().iter().map(|d| d.name.as_str()).collect();
+            if json {
+                let rows: Vec<_> = paths
+                    .iter()
+                    .zip(&assign)
+                    .map(|(p, &s)| json!({"path": p.as_str(), "split": names[s]}))
+                    .collect();
+                println!(
+                    "{}",
+                    json!({"split_hashes": defs.split_hashes().to_hex(), "assignment": rows})
+                );
+            } else {
+                for (p, &s) in paths.iter().zip(&assign) {
+                    println!("{}\t{}", names[s], p.as_str());
+                }
+            }
+            Ok(Outcome::Done)
+        }
+        Command::Plan {
+            kernel_replay_token,
+            manifest_hash,
+            dataset_key,
+            sampler_config_hash,
+            json,
+        } => {
+            let hex = |what: &str, s: &str| {
+                Digest::from_hex(s).with_context(|| format!("--{what} must be 64 hex digits"))
+            };
+            let p = AccessPlanInputs {
+                kernel_replay_token: hex("kernel-replay-token", &kernel_replay_token)?,
+                manifest_hash: hex("manifest-hash", &manifest_hash)?,
+                dataset_key: hex("dataset-key", &dataset_key)?,
+                sampler_config_hash: hex("sampler-config-hash", &sampler_config_hash)?,
+            };
+            let h = data_access_plan_hash(&p);
+            if json {
+                println!("{}", json!({"data_access_plan_hash": h.to_hex()}));
+            } else {
+                println!("data_access_plan_hash {h}");
+            }
+            Ok(Outcome::Done)
+        }
+        Command::Verify { snap, expect, json } => {
+            let expected = Digest::from_hex(&expect).context("--expect must be 64 hex digits")?;
+            let Some(s) = snapshot(&snap)? else {
+                return Ok(Outcome::Stopped);
+            };
+            lineage::snapshot::verify_snapshot_id(expected, &s)?;
+            if json {
+                println!(
+                    "{}",
+                    json!({"ok": true, "dataset_snapshot_id": s.dataset_snapshot_id.to_hex()})
+                );
+            } else {
+                println!("OK {}", s.dataset_snapshot_id);
+            }
+            Ok(Outcome::Done)
+        }
+    }
+}

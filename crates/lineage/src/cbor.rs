@@ -1,0 +1,555 @@
+//! `CBOR_CANONICAL`: RFC 8949 §4.2.1 core deterministic encoding, plus a bounded strict decoder.
+//!
+//! Written here rather than taken from a crate because no CBOR crate in the workspace guarantees
+//! §4.2.1 output: integers and lengths in their shortest form, floats in the shortest of
+//! binary16/32/64 that keeps the value exactly, definite lengths only, and map keys sorted by
+//! their encoded bytes. Maps hold text keys only ([`Value::Map`] is a `BTreeMap<String, _>`), so
+//! duplicate keys cannot be represented; for text keys, "sorted by encoded bytes" is the same as
+//! RFC 7049's "shorter first, then bytewise", which is what `cbor2`'s `canonical=True` does.
+
+use std::collections::BTreeMap;
+
+use crate::error::{CborProblem, Error};
+
+/// Nesting limit of the decoder (the encoder has none: values are built by trusted code).
+pub const MAX_DECODE_DEPTH: usize = 64;
+
+/// A CBOR data item of the subset the lineage contract uses.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// Major type 0: an unsigned integer.
+    Unsigned(u64),
+    /// Major type 1: the integer `-1 - n` for the carried `n`.
+    Negative(u64),
+    /// Major type 2: a byte string (every hash is one, holding the 32 raw bytes).
+    Bytes(Vec<u8>),
+    /// Major type 3: a UTF-8 text string.
+    Text(String),
+    /// Major type 4: an array.
+    Array(Vec<Value>),
+    /// Major type 5: a map with text keys.
+    Map(BTreeMap<String, Value>),
+    /// Major type 7: a float, encoded in the shortest IEEE 754 width that keeps the value.
+    Float(f64),
+    /// Major type 7: `false` / `true`.
+    Bool(bool),
+    /// Major type 7: `null`.
+    Null,
+}
+
+impl Value {
+    /// A text item.
+    #[must_use]
+    pub fn text(s: &str) -> Self {
+        Self::Text(s.to_owned())
+    }
+
+    /// A byte-string item.
+    #[must_use]
+    pub fn bytes(b: &[u8]) -> Self {
+        Self::Bytes(b.to_vec())
+    }
+
+    /// A signed integer, as major type 0 or 1.
+    #[must_use]
+    pub fn int(i: i64) -> Self {
+        match u64::try_from(i) {
+            Ok(u) => Self::Unsigned(u),
+            // -1 - n = i  =>  n = -(i + 1) = !i as unsigned.
+            Err(_) => Self::Negative(!i.cast_unsigned()),
+        }
+    }
+
+    /// The canonical encoding of this item.
+    ///
+    /// # Examples
+    /// ```
+    /// use lineage::cbor::Value;
+    /// assert_eq!(Value::Float(1.5).to_canonical_bytes(), [0xf9, 0x3e, 0x00]);
+    /// assert_eq!(Value::Unsigned(1000).to_canonical_bytes(), [0x19, 0x03, 0xe8]);
+    /// ```
+    #[must_use]
+    pub fn to_canonical_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.encode_into(&mut out);
+        out
+    }
+
+    /// Appends the canonical encoding of this item to `out`.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::Unsigned(n) => head(out, 0, *n),
+            Self::Negative(n) => head(out, 1, *n),
+            Self::Bytes(b) => {
+                head(out, 2, len_u64(b.len()));
+                out.extend_from_slice(b);
+            }
+            Self::Text(s) => {
+                head(out, 3, len_u64(s.len()));
+                out.extend_from_slice(s.as_bytes());
+            }
+            Self::Array(items) => {
+                head(out, 4, len_u64(items.len()));
+                for item in items {
+                    item.encode_into(out);
+                }
+            }
+            Self::Map(map) => {
+                head(out, 5, len_u64(map.len()));
+                // RFC 8949 §4.2.1: keys sorted by their encoded bytes. For text keys that is
+                // "shorter encoding first, then bytewise", which differs from BTreeMap's order.
+                let mut entries: Vec<(Vec<u8>, &Value)> = map
+                    .iter()
+                    .map(|(k, v)| (Self::Text(k.clone()).to_canonical_bytes(), v))
+                    .collect();
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                for (k, v) in entries {
+                    out.extend_from_slice(&k);
+                    v.encode_into(out);
+                }
+            }
+            Self::Float(f) => encode_float(out, *f),
+            Self::Bool(false) => out.push(0xf4),
+            Self::Bool(true) => out.push(0xf5),
+            Self::Null => out.push(0xf6),
+        }
+    }
+}
+
+fn len_u64(n: usize) -> u64 {
+    // usize is at most 64 bits on every supported target.
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+/// Writes a major type and argument in the shortest form (RFC 8949 §4.2.1, first rule).
+fn head(out: &mut Vec<u8>, major: u8, arg: u64) {
+    let mt = major << 5;
+    if let Ok(small) = u8::try_from(arg) {
+        if small < 24 {
+            out.push(mt | small);
+        } else {
+            out.push(mt | 24);
+            out.push(small);
+        }
+    } else if let Ok(v) = u16::try_from(arg) {
+        out.push(mt | 25);
+        out.extend_from_slice(&v.to_be_bytes());
+    } else if let Ok(v) = u32::try_from(arg) {
+        out.push(mt | 26);
+        out.extend_from_slice(&v.to_be_bytes());
+    } else {
+        out.push(mt | 27);
+        out.extend_from_slice(&arg.to_be_bytes());
+    }
+}
+
+/// Shortest float that keeps the value (RFC 8949 §4.2.1 and §4.2.2: NaN as `f97e00`).
+fn encode_float(out: &mut Vec<u8>, f: f64) {
+    if f.is_nan() {
+        out.extend_from_slice(&[0xf9, 0x7e, 0x00]);
+    } else if let Some(h) = f64_to_f16_exact(f) {
+        out.push(0xf9);
+        out.extend_from_slice(&h.to_be_bytes());
+    } else if let Some(s) = f64_to_f32_exact(f) {
+        out.push(0xfa);
+        out.extend_from_slice(&s.to_bits().to_be_bytes());
+    } else {
+        out.push(0xfb);
+        out.extend_from_slice(&f.to_bits().to_be_bytes());
+    }
+}
+
+#[expect(
+    clippy::cast_possible_truncation,
+    reason = "the round trip below proves the narrowing exact"
+)]
+fn f64_to_f32_exact(f: f64) -> Option<f32> {
+    let s = f as f32;
+    // Infinity narrows to infinity, and -0.0 keeps its sign: both are exact.
+    (f64::from(s).to_bits() == f.to_bits()).then_some(s)
+}
+
+/// The binary16 bit pattern of `f` when binary16 represents it exactly (non-NaN input).
+fn f64_to_f16_exact(f: f64) -> Option<u16> {
+    let bits = f.to_bits();
+    let sign = u16::from(bits >> 63 == 1) << 15;
+    let biased = (bits >> 52) & 0x7ff;
+    let mant = bits & ((1u64 << 52) - 1);
+    if biased == 0x7ff {
+        // Infinity (NaN is handled by the caller).
+        return (mant == 0).then_some(sign | 0x7c00);
+    }
+    if biased == 0 {
+        // Zero keeps its sign; binary64 subnormals are far below binary16's range.
+        return (mant == 0).then_some(sign);
+    }
+    let exp = i64::try_from(biased).ok()? - 1023;
+    if (-14..=15).contains(&exp) {
+        // Normal binary16: 10 mantissa bits, the low 42 of binary64's 52 must be zero.
+        if mant & ((1u64 << 42) - 1) != 0 {
+            return None;
+        }
+        let e = u16::try_from(exp + 15).ok()?;
+        let m = u16::try_from(mant >> 42).ok()?;
+        return Some(sign | (e << 10) | m);
+    }
+    if (-24..=-15).contains(&exp) {
+        // Subnormal binary16: value = m * 2^-24 with m < 1024.
+        let sig = mant | (1u64 << 52);
+        let shift = u32::try_from(28 - exp).ok()?;
+        if sig & ((1u64 << shift) - 1) != 0 {
+            return None;
+        }
+        let m = u16::try_from(sig >> shift).ok()?;
+        return Some(sign | m);
+    }
+    None
+}
+
+/// Decodes a binary16 bit pattern (used by the decoder and the tests).
+#[must_use]
+pub fn f16_to_f64(h: u16) -> f64 {
+    let sign = if h >> 15 == 1 { -1.0 } else { 1.0 };
+    let e = i32::from((h >> 10) & 0x1f);
+    let m = f64::from(h & 0x3ff);
+    let mag = match e {
+        0 => m * 2f64.powi(-24),
+        31 if m == 0.0 => f64::INFINITY,
+        31 => f64::NAN,
+        _ => (1.0 + m / 1024.0) * 2f64.powi(e - 15),
+    };
+    sign * mag
+}
+
+/// Decodes exactly one canonical CBOR item that spans all of `bytes`.
+///
+/// Strict: anything [`Value::to_canonical_bytes`] would not produce is refused (indefinite
+/// lengths, non-shortest forms, unsorted or non-text map keys, tags, trailing bytes), by decoding
+/// and re-encoding. No allocation is sized by a length field beyond the bytes that remain.
+///
+/// # Errors
+/// [`Error::Cbor`] with the offset of the problem.
+///
+/// # Examples
+/// ```
+/// use lineage::cbor::{decode, Value};
+/// let v = Value::Array(vec![Value::Unsigned(1), Value::text("a")]);
+/// assert_eq!(decode(&v.to_canonical_bytes())?, v);
+/// assert!(decode(&[0x18, 0x01]).is_err()); // 1 in a two-byte form: not canonical
+/// # Ok::<(), lineage::Error>(())
+/// ```
+pub fn decode(bytes: &[u8]) -> Result<Value, Error> {
+    let mut cur = Cursor { bytes, pos: 0 };
+    let v = cur.item(0)?;
+    if cur.pos != bytes.len() {
+        return Err(Error::Cbor {
+            offset: cur.pos,
+            problem: CborProblem::TrailingBytes,
+        });
+    }
+    if v.to_canonical_bytes() != bytes {
+        return Err(Error::Cbor {
+            offset: 0,
+            problem: CborProblem::NotCanonical,
+        });
+    }
+    Ok(v)
+}
+
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Cursor<'_> {
+    fn err(&self, problem: CborProblem) -> Error {
+        Error::Cbor {
+            offset: self.pos,
+            problem,
+        }
+    }
+
+    fn take(&mut self, n: usize) -> Result<&[u8], Error> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.bytes.len())
+            .ok_or_else(|| self.err(CborProblem::Truncated))?;
+        let s = self
+            .bytes
+            .get(self.pos..end)
+            .ok_or_else(|| self.err(CborProblem::Truncated))?;
+        self.pos = end;
+        Ok(s)
+    }
+
+    fn remaining(&self) -> usize {
+        self.bytes.len().saturating_sub(self.pos)
+    }
+
+    fn arg(&mut self, info: u8) -> Result<u64, Error> {
+        Ok(match info {
+            0..=23 => u64::from(info),
+            24 => u64::from(self.take(1)?[0]),
+            25 => u64::from(u16::from_be_bytes(self.fixed::<2>()?)),
+            26 => u64::from(u32::from_be_bytes(self.fixed::<4>()?)),
+            27 => u64::from_be_bytes(self.fixed::<8>()?),
+            _ => return Err(self.err(CborProblem::Unsupported)),
+        })
+    }
+
+    fn fixed<const N: usize>(&mut self) -> Result<[u8; N], Error> {
+        let s = self.take(N)?;
+        let mut a = [0u8; N];
+        a.copy_from_slice(s);
+        Ok(a)
+    }
+
+    fn len(&mut self, info: u8) -> Result<usize, Error> {
+        let n = self.arg(info)?;
+        // Every element takes at least one byte: a length past what remains is refused before
+        // anything is allocated.
+        usize::try_from(n)
+            .ok()
+            .filter(|&n| n <= self.remaining())
+            .ok_or_else(|| self.err(CborProblem::Truncated))
+    }
+
+    fn item(&mut self, depth: usize) -> Result<Value, Error> {
+        if depth > MAX_DECODE_DEPTH {
+            return Err(self.err(CborProblem::TooDeep));
+        }
+        let ib = self.take(1)?[0];
+        let (major, info) = (ib >> 5, ib & 0x1f);
+        match major {
+            0 => Ok(Value::Unsigned(self.arg(info)?)),
+            1 => Ok(Value::Negative(self.arg(info)?)),
+            2 => {
+                let n = self.len(info)?;
+                Ok(Value::Bytes(self.take(n)?.to_vec()))
+            }
+            3 => {
+                let n = self.len(info)?;
+                let start = self.pos;
+                let s = self.take(n)?;
+                let s = std::str::from_utf8(s).map_err(|_| Error::Cbor {
+                    offset: start,
+                    problem: CborProblem::InvalidUtf8,
+                })?;
+                Ok(Value::Text(s.to_owned()))
+            }
+            4 => {
+                let n = self.len(info)?;
+                let mut items = Vec::with_capacity(n);
+                for _ in 0..n {
+                    items.push(self.item(depth + 1)?);
+                }
+                Ok(Value::Array(items))
+            }
+            5 => {
+                let n = self.len(info)?;
+                let mut map = BTreeMap::new();
+                for _ in 0..n {
+                    let key = match self.item(depth + 1)? {
+                        Value::Text(k) => k,
+                        _ => return Err(self.err(CborProblem::NonTextKey)),
+                    };
+                    let v = self.item(depth + 1)?;
+                    if map.insert(key, v).is_some() {
+                        return Err(self.err(CborProblem::DuplicateKey));
+                    }
+                }
+                Ok(Value::Map(map))
+            }
+            7 => match info {
+                20 => Ok(Value::Bool(false)),
+                21 => Ok(Value::Bool(true)),
+                22 => Ok(Value::Null),
+                25 => Ok(Value::Float(f16_to_f64(u16::from_be_bytes(
+                    self.fixed::<2>()?,
+                )))),
+                26 => Ok(Value::Float(f64::from(f32::from_be_bytes(
+                    self.fixed::<4>()?,
+                )))),
+                27 => Ok(Value::Float(f64::from_be_bytes(self.fixed::<8>()?))),
+                _ => Err(self.err(CborProblem::Unsupported)),
+            },
+            _ => Err(self.err(CborProblem::Unsupported)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(v: &Value) -> String {
+        v.to_canonical_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// RFC 8949 Appendix A, every example inside the subset this encoder covers.
+    #[test]
+    fn rfc8949_appendix_a_examples_encode_exactly() {
+        let cases: &[(Value, &str)] = &[
+            (Value::Unsigned(0), "00"),
+            (Value::Unsigned(1), "01"),
+            (Value::Unsigned(10), "0a"),
+            (Value::Unsigned(23), "17"),
+            (Value::Unsigned(24), "1818"),
+            (Value::Unsigned(25), "1819"),
+            (Value::Unsigned(100), "1864"),
+            (Value::Unsigned(1000), "1903e8"),
+            (Value::Unsigned(1_000_000), "1a000f4240"),
+            (Value::Unsigned(1_000_000_000_000), "1b000000e8d4a51000"),
+            (Value::Unsigned(u64::MAX), "1bffffffffffffffff"),
+            (Value::Negative(u64::MAX), "3bffffffffffffffff"),
+            (Value::int(-1), "20"),
+            (Value::int(-10), "29"),
+            (Value::int(-100), "3863"),
+            (Value::int(-1000), "3903e7"),
+            (Value::Float(0.0), "f90000"),
+            (Value::Float(-0.0), "f98000"),
+            (Value::Float(1.0), "f93c00"),
+            (Value::Float(1.1), "fb3ff199999999999a"),
+            (Value::Float(1.5), "f93e00"),
+            (Value::Float(65504.0), "f97bff"),
+            (Value::Float(100_000.0), "fa47c35000"),
+            (Value::Float(3.402_823_466_385_288_6e38), "fa7f7fffff"),
+            (Value::Float(1.0e300), "fb7e37e43c8800759c"),
+            (Value::Float(5.960_464_477_539_063e-8), "f90001"),
+            (Value::Float(0.000_061_035_156_25), "f90400"),
+            (Value::Float(-4.0), "f9c400"),
+            (Value::Float(-4.1), "fbc010666666666666"),
+            (Value::Float(f64::INFINITY), "f97c00"),
+            (Value::Float(f64::NAN), "f97e00"),
+            (Value::Float(f64::NEG_INFINITY), "f9fc00"),
+            (Value::Bool(false), "f4"),
+            (Value::Bool(true), "f5"),
+            (Value::Null, "f6"),
+            (Value::Bytes(vec![]), "40"),
+            (Value::Bytes(vec![1, 2, 3, 4]), "4401020304"),
+            (Value::text(""), "60"),
+            (Value::text("a"), "6161"),
+            (Value::text("IETF"), "6449455446"),
+            (Value::text("\"\\"), "62225c"),
+            (Value::text("\u{00fc}"), "62c3bc"),
+            (Value::text("\u{6c34}"), "63e6b0b4"),
+            (Value::text("\u{10151}"), "64f0908591"),
+            (Value::Array(vec![]), "80"),
+            (
+                Value::Array(vec![
+                    Value::Unsigned(1),
+                    Value::Unsigned(2),
+                    Value::Unsigned(3),
+                ]),
+                "83010203",
+            ),
+            (
+                Value::Array((1..=25).map(Value::Unsigned).collect()),
+                "98190102030405060708090a0b0c0d0e0f101112131415161718181819",
+            ),
+            (Value::Map(BTreeMap::new()), "a0"),
+            (
+                Value::Map(
+                    [("a", 1u64), ("b", 2)]
+                        .into_iter()
+                        .map(|(k, v)| (k.to_owned(), Value::Unsigned(v)))
+                        .collect(),
+                ),
+                "a2616101616202",
+            ),
+            (
+                Value::Map(
+                    ["a", "b", "c", "d", "e"]
+                        .iter()
+                        .map(|k| ((*k).to_owned(), Value::text(&k.to_uppercase())))
+                        .collect(),
+                ),
+                "a56161614161626142616361436164614461656145",
+            ),
+        ];
+        for (v, want) in cases {
+            assert_eq!(hex(v), *want, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn map_keys_sort_shorter_encoding_first_not_alphabetically() {
+        let map: BTreeMap<String, Value> = [("bb", 1u64), ("a", 2), ("c", 3)]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), Value::Unsigned(v)))
+            .collect();
+        // BTreeMap order would be a, bb, c; canonical order is a, c, bb.
+        assert_eq!(hex(&Value::Map(map)), "a361610261630362626201");
+    }
+
+    #[test]
+    fn floats_take_the_shortest_width_that_keeps_the_value() {
+        // binary16 edge values the `cbor2` C extension gets wrong (it emits binary32).
+        assert_eq!(hex(&Value::Float(32768.0)), "f97800");
+        assert_eq!(hex(&Value::Float(65472.0)), "f97bfe");
+        // 4095 needs 12 significant bits: binary32.
+        assert_eq!(hex(&Value::Float(4095.0)), "fa457ff000");
+        // The largest binary16 subnormal and the smallest normal.
+        assert_eq!(hex(&Value::Float(1023.0 * 2f64.powi(-24))), "f903ff");
+        // Just beyond binary16's range.
+        assert_eq!(hex(&Value::Float(65536.0)), "fa47800000");
+        // binary32 subnormal.
+        assert_eq!(
+            hex(&Value::Float(f64::from(f32::from_bits(1)))),
+            "fa00000001"
+        );
+        assert_eq!(hex(&Value::Float(0.1)), "fb3fb999999999999a");
+    }
+
+    #[test]
+    fn every_binary16_pattern_round_trips_through_the_encoder() {
+        for h in 0..=u16::MAX {
+            let f = f16_to_f64(h);
+            if f.is_nan() {
+                continue;
+            }
+            let mut want = vec![0xf9];
+            want.extend_from_slice(&h.to_be_bytes());
+            assert_eq!(Value::Float(f).to_canonical_bytes(), want, "{h:#06x}");
+        }
+    }
+
+    #[test]
+    fn decoder_round_trips_and_refuses_non_canonical_input() {
+        let v = Value::Array(vec![
+            Value::Float(0.25),
+            Value::Negative(5),
+            Value::Bytes(vec![9; 40]),
+            Value::Map([("k".to_owned(), Value::Null)].into_iter().collect()),
+        ]);
+        assert_eq!(decode(&v.to_canonical_bytes()).ok(), Some(v));
+        for bad in [
+            &[0x18, 0x05][..],                                       // non-shortest integer
+            &[0xfb, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0],                   // 1.5 as binary64
+            &[0x9f, 0xff],                                           // indefinite array
+            &[0xa2, 0x61, 0x62, 0x00, 0x61, 0x61, 0x00],             // unsorted keys
+            &[0x01, 0x01],                                           // trailing byte
+            &[0x5b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff], // huge length
+            &[0xc0, 0x00],                                           // tag
+            &[0x62, 0xff, 0xfe],                                     // invalid UTF-8
+        ] {
+            assert!(decode(bad).is_err(), "{bad:02x?}");
+        }
+    }
+
+    #[test]
+    fn decoder_refuses_deep_nesting_without_overflowing_the_stack() {
+        let bytes = vec![0x81; 10_000];
+        assert!(matches!(
+            decode(&bytes),
+            Err(Error::Cbor {
+                problem: CborProblem::TooDeep | CborProblem::Truncated,
+                ..
+            })
+        ));
+    }
+}
