@@ -1,0 +1,721 @@
+//! The read algorithm of 002 §7 and the validation rules of §8 / §9.
+//!
+//! Order for one chunk, each step a typed error: size limits (§9.2) → bounds (§8.2) → chunk header
+//! equal to the index entry → `ecc_len` consistent with `ecc_algo` → read → ECC (§7.8) → CRC32C
+//! against the chunk header and SHA-256 against the index (§8.3) → `chunk_hashes` and
+//! `manifest_hash` → bounded decompression → exact `uncomp_len` (§8.4).
+//!
+//! ECC decoding runs only when the bytes do not already match their CRC32C: a Reed-Solomon decode
+//! of an intact codeword is the identity, so the result is the same as §7's unconditional order,
+//! the syndrome pass is saved, and pyfolds' multi-codeword files (whose ECC layout is broken) still
+//! read when intact. Whatever ECC returns is always checked by CRC32C and SHA-256 before use.
+
+use sha2::{Digest, Sha256};
+
+use crate::compress::{self, DecompressError};
+use crate::ecc::Ecc;
+use crate::error::{ChunkField, Error, Region, Result};
+use crate::format::{
+    CHUNK_HEADER_LEN, ChunkHeader, Compression, GLOBAL_HEADER_LEN, GlobalHeader, MAX_CHUNK_SIZE,
+};
+use crate::index::{ChunkEntry, Index, parse_index};
+use crate::source::Source;
+
+/// Limits applied while reading (002 §9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Largest `comp_len`, `uncomp_len` or `ecc_len` accepted; [`MAX_CHUNK_SIZE`] by default.
+    /// Raising it is the explicit override of 002 §9.2.
+    pub max_chunk_size: u64,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        Self {
+            max_chunk_size: MAX_CHUNK_SIZE,
+        }
+    }
+}
+
+/// A chunk's stored bytes after ECC and integrity checks (before decompression).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredChunk {
+    /// The verified stored payload (`comp_len` bytes).
+    pub comp: Vec<u8>,
+    /// Bytes ECC corrected (0 when the payload was intact).
+    pub corrected: usize,
+}
+
+/// The outcome of verifying one chunk.
+#[derive(Debug)]
+pub struct ChunkReport {
+    /// Chunk name.
+    pub name: String,
+    /// `Ok(bytes corrected by ECC)` or the first rule that failed.
+    pub result: Result<usize>,
+}
+
+/// The outcome of verifying a whole file.
+#[derive(Debug)]
+pub struct VerifyReport {
+    /// `manifest_hash` check (002 §6).
+    pub manifest: Result<()>,
+    /// One report per chunk, in index order.
+    pub chunks: Vec<ChunkReport>,
+}
+
+impl VerifyReport {
+    /// True when every rule held.
+    #[must_use]
+    pub fn is_ok(&self) -> bool {
+        self.manifest.is_ok() && self.chunks.iter().all(|c| c.result.is_ok())
+    }
+}
+
+/// A `.fold` / `.mind` file opened for reading: header and index parsed, no chunk read yet.
+#[derive(Debug)]
+pub struct FoldReader<S> {
+    src: S,
+    file_len: u64,
+    header: GlobalHeader,
+    index: Index,
+    opts: ReadOptions,
+    /// `(expected, computed)` when `manifest_hash` does not hold; computed once at open.
+    manifest_mismatch: Option<(String, [u8; 32])>,
+}
+
+fn read_range<S: Source>(
+    src: &S,
+    file_len: u64,
+    region: Region,
+    chunk: Option<&str>,
+    offset: u64,
+    len: u64,
+) -> Result<Vec<u8>> {
+    let truncated = || Error::Truncated {
+        region,
+        chunk: chunk.map(str::to_owned),
+        offset,
+        len,
+        file_len,
+    };
+    let end = offset.checked_add(len).ok_or_else(truncated)?;
+    if end > file_len {
+        return Err(truncated());
+    }
+    // The length is now bounded by bytes that exist, so this allocation is backed by input.
+    let n = usize::try_from(len).map_err(|_| truncated())?;
+    let mut buf = vec![0_u8; n];
+    src.read_exact_at(offset, &mut buf).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            truncated()
+        } else {
+            Error::Io(e)
+        }
+    })?;
+    Ok(buf)
+}
+
+/// CRC32C and SHA-256 of `data`, on two threads for large inputs when the `parallel` feature is
+/// on (SHA-256 is the floor; CRC32C runs beside it).
+fn digests(data: &[u8]) -> (u32, [u8; 32]) {
+    #[cfg(all(feature = "parallel", not(target_arch = "wasm32")))]
+    if data.len() >= PARALLEL_MIN {
+        return std::thread::scope(|s| {
+            let crc = s.spawn(|| crc32c::crc32c(data));
+            let sha: [u8; 32] = Sha256::digest(data).into();
+            (crc.join().unwrap_or_else(|_| crc32c::crc32c(data)), sha)
+        });
+    }
+    (crc32c::crc32c(data), Sha256::digest(data).into())
+}
+
+/// Fills `body` from `offset` and digests its first `comp_len` bytes. With `pipelined` (and the
+/// `parallel` feature) reading and SHA-256 overlap: this thread reads block after block and runs
+/// CRC32C, a second thread hashes each block as soon as it is read, so a chunk read costs about
+/// one SHA-256 pass over its bytes.
+fn read_digest<S: Source>(
+    src: &S,
+    offset: u64,
+    body: &mut [u8],
+    comp_len: usize,
+    pipelined: bool,
+) -> std::io::Result<(u32, [u8; 32])> {
+    #[cfg(all(feature = "parallel", not(target_arch = "wasm32")))]
+    if pipelined && comp_len >= PARALLEL_MIN {
+        return std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<&[u8]>(8);
+            let hasher = s.spawn(move || {
+                let mut h = Sha256::new();
+                for block in rx {
+                    h.update(block);
+                }
+                <[u8; 32]>::from(h.finalize())
+            });
+            let mut crc = 0_u32;
+            let mut pos = 0_usize;
+            let mut result = Ok(());
+            for block in body.chunks_mut(PIPELINE_BLOCK) {
+                if let Err(e) = src.read_exact_at(offset + pos as u64, block) {
+                    result = Err(e);
+                    break;
+                }
+                let block: &[u8] = block;
+                let payload = &block[..block.len().min(comp_len.saturating_sub(pos))];
+                pos += block.len();
+                if payload.is_empty() {
+                    continue;
+                }
+                crc = crc32c::crc32c_append(crc, payload);
+                if tx.send(payload).is_err() {
+                    break;
+                }
+            }
+            drop(tx);
+            let sha = hasher
+                .join()
+                .map_err(|_| std::io::Error::other("hashing thread failed"))?;
+            result.map(|()| (crc, sha))
+        });
+    }
+    let _ = pipelined;
+    src.read_exact_at(offset, body)?;
+    let payload = body.get(..comp_len).unwrap_or(&[]);
+    Ok((crc32c::crc32c(payload), Sha256::digest(payload).into()))
+}
+
+/// Below this size a thread costs more than it saves.
+#[cfg(all(feature = "parallel", not(target_arch = "wasm32")))]
+const PARALLEL_MIN: usize = 1 << 20;
+
+/// Block size of the read / hash pipeline.
+#[cfg(all(feature = "parallel", not(target_arch = "wasm32")))]
+const PIPELINE_BLOCK: usize = 1 << 20;
+
+impl<S: Source> FoldReader<S> {
+    /// Opens with the default limits: reads and checks the global header (002 §8.1) and parses
+    /// the index (§6, §7.3-7.4). Reads no chunk.
+    ///
+    /// ```
+    /// use fold::{Compression, FoldReader, FoldWriter, WriteOptions};
+    /// let opts = WriteOptions { compression: Compression::None, ..WriteOptions::default() };
+    /// let mut w = FoldWriter::new(std::io::Cursor::new(Vec::new()), opts).unwrap();
+    /// w.add_chunk("notes", "JSON", b"{\"a\":1}").unwrap();
+    /// let bytes = w.finish(Vec::new(), 1_700_000_000.0).unwrap().into_inner();
+    /// let r = FoldReader::open(bytes).unwrap();
+    /// assert_eq!(r.read_chunk("notes").unwrap(), b"{\"a\":1}");
+    /// ```
+    ///
+    /// # Errors
+    /// Any header or index rule ([`Error::BadMagic`], [`Error::Truncated`],
+    /// [`Error::IndexJson`], [`Error::IndexSchema`], ...).
+    pub fn open(src: S) -> Result<Self> {
+        Self::open_with(src, ReadOptions::default())
+    }
+
+    /// Opens with explicit limits (see [`FoldReader::open`]).
+    ///
+    /// # Errors
+    /// As [`FoldReader::open`].
+    pub fn open_with(src: S, opts: ReadOptions) -> Result<Self> {
+        let file_len = src.len();
+        let raw = read_range(
+            &src,
+            file_len,
+            Region::GlobalHeader,
+            None,
+            0,
+            u64::from(GLOBAL_HEADER_LEN),
+        )?;
+        let mut hb = [0_u8; 28];
+        hb.copy_from_slice(&raw);
+        let header = GlobalHeader::parse(&hb)?;
+        let raw_index = read_range(
+            &src,
+            file_len,
+            Region::Index,
+            None,
+            header.index_off,
+            header.index_len,
+        )?;
+        let index = parse_index(&raw_index)?;
+        let manifest_mismatch = match index.check_manifest_hash() {
+            Err(Error::ManifestHashMismatch { expected, actual }) => Some((expected, actual)),
+            _ => None,
+        };
+        Ok(Self {
+            manifest_mismatch,
+            src,
+            file_len,
+            header,
+            index,
+            opts,
+        })
+    }
+
+    /// The parsed index.
+    #[must_use]
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// The global header.
+    #[must_use]
+    pub fn header(&self) -> GlobalHeader {
+        self.header
+    }
+
+    /// Length of the source.
+    #[must_use]
+    pub fn file_len(&self) -> u64 {
+        self.file_len
+    }
+
+    /// The source.
+    #[must_use]
+    pub fn source(&self) -> &S {
+        &self.src
+    }
+
+    fn entry(&self, name: &str) -> Result<&ChunkEntry> {
+        self.index.chunk(name).ok_or_else(|| Error::ChunkNotFound {
+            name: name.to_owned(),
+        })
+    }
+
+    /// Checks limits, bounds and header agreement, then reads `comp || ecc` into `buf` (grown to
+    /// the body length, which is bounded by the bytes present) and digests the payload. Returns
+    /// the body length, `comp_len`, CRC32C and SHA-256.
+    fn load_into(
+        &self,
+        e: &ChunkEntry,
+        buf: &mut Vec<u8>,
+        pipelined: bool,
+    ) -> Result<(usize, usize, u32, [u8; 32])> {
+        let name = || e.name.clone();
+        let max = self.opts.max_chunk_size;
+        for (field, value) in [
+            (ChunkField::CompLen, e.comp_len),
+            (ChunkField::UncompLen, e.uncomp_len),
+            (ChunkField::EccLen, e.ecc_len),
+        ] {
+            if value > max {
+                return Err(Error::ChunkTooLarge {
+                    chunk: name(),
+                    field,
+                    value,
+                    max,
+                });
+            }
+        }
+        if e.offset < u64::from(GLOBAL_HEADER_LEN) {
+            return Err(Error::ChunkInsideHeader {
+                chunk: name(),
+                offset: e.offset,
+            });
+        }
+        let hdr_raw = read_range(
+            &self.src,
+            self.file_len,
+            Region::ChunkHeader,
+            Some(&e.name),
+            e.offset,
+            u64::from(CHUNK_HEADER_LEN),
+        )?;
+        let body_off = e.offset + u64::from(CHUNK_HEADER_LEN);
+        let body_len = e.comp_len.saturating_add(e.ecc_len);
+        if body_off
+            .checked_add(body_len)
+            .is_none_or(|end| end > self.file_len)
+        {
+            return Err(Error::Truncated {
+                region: Region::ChunkBody,
+                chunk: Some(name()),
+                offset: body_off,
+                len: body_len,
+                file_len: self.file_len,
+            });
+        }
+        let mut hb = [0_u8; 32];
+        hb.copy_from_slice(&hdr_raw);
+        let h = ChunkHeader::parse(&hb);
+        if h.ctype != e.ctype {
+            return Err(Error::CtypeMismatch {
+                chunk: name(),
+                offset: e.offset,
+                header: h.ctype,
+                index: e.ctype,
+            });
+        }
+        for (field, header, index) in [
+            (
+                ChunkField::HeaderLen,
+                u64::from(CHUNK_HEADER_LEN),
+                e.header_len,
+            ),
+            (ChunkField::Flags, u64::from(h.flags), e.flags),
+            (ChunkField::UncompLen, h.uncomp_len, e.uncomp_len),
+            (ChunkField::CompLen, h.comp_len, e.comp_len),
+            (ChunkField::Crc32c, u64::from(h.crc32c), u64::from(e.crc32c)),
+            (ChunkField::EccLen, u64::from(h.ecc_len), e.ecc_len),
+        ] {
+            if header != index {
+                return Err(Error::HeaderIndexMismatch {
+                    chunk: name(),
+                    offset: e.offset,
+                    field,
+                    header,
+                    index,
+                });
+            }
+        }
+        if Compression::from_flag(e.flags).is_none() {
+            return Err(Error::UnknownFlags {
+                chunk: name(),
+                flags: e.flags,
+            });
+        }
+        let expected_ecc = e.ecc.ecc_len(e.comp_len);
+        if e.ecc_len != expected_ecc {
+            return Err(Error::BadEccLen {
+                chunk: name(),
+                algo: e.ecc,
+                expected: expected_ecc,
+                found: e.ecc_len,
+            });
+        }
+        let truncated = || Error::Truncated {
+            region: Region::ChunkBody,
+            chunk: Some(e.name.clone()),
+            offset: body_off,
+            len: body_len,
+            file_len: self.file_len,
+        };
+        // Both fit in usize: body_off + body_len <= file_len was checked, and the source holds
+        // file_len bytes.
+        let n = usize::try_from(body_len).map_err(|_| truncated())?;
+        let comp_len = usize::try_from(e.comp_len).map_err(|_| truncated())?;
+        if buf.len() < n {
+            // A fresh zeroed allocation (calloc: pages are zeroed lazily by the OS as the read
+            // fills them) costs less than half of `resize`, which writes every zero first.
+            *buf = vec![0_u8; n];
+        }
+        let (crc, sha) = read_digest(&self.src, body_off, &mut buf[..n], comp_len, pipelined)
+            .map_err(|err| {
+                if err.kind() == std::io::ErrorKind::UnexpectedEof {
+                    truncated()
+                } else {
+                    Error::Io(err)
+                }
+            })?;
+        Ok((n, comp_len, crc, sha))
+    }
+
+    /// Reads a chunk's stored payload, applies ECC when needed and checks integrity (002 §7.6-7.9,
+    /// §8.2-8.3). Does not decompress.
+    ///
+    /// # Errors
+    /// The first failed rule for this chunk.
+    pub fn read_stored(&self, name: &str) -> Result<StoredChunk> {
+        let e = self.entry(name)?;
+        self.stored(e)
+    }
+
+    fn stored(&self, e: &ChunkEntry) -> Result<StoredChunk> {
+        let mut body = Vec::new();
+        let (_, comp_len, corrected) = self.stored_into(e, &mut body, true)?;
+        body.truncate(comp_len);
+        Ok(StoredChunk {
+            comp: body,
+            corrected,
+        })
+    }
+
+    /// [`Self::load_into`], then ECC and the integrity rules. Returns body length, `comp_len` and
+    /// the bytes corrected; the verified payload is `buf[..comp_len]`.
+    fn stored_into(
+        &self,
+        e: &ChunkEntry,
+        buf: &mut Vec<u8>,
+        pipelined: bool,
+    ) -> Result<(usize, usize, usize)> {
+        let (n, comp_len, mut crc, mut sha) = self.load_into(e, buf, pipelined)?;
+        let body = &mut buf[..n];
+        let mut corrected = 0;
+        if crc != e.crc32c && e.ecc != Ecc::None {
+            let (comp, ecc) = body.split_at_mut(comp_len);
+            corrected = e.ecc.correct(comp, ecc).map_err(|codeword| {
+                let per = e.ecc.data_per_codeword().unwrap_or(1);
+                Error::EccUncorrectable {
+                    chunk: e.name.clone(),
+                    codeword,
+                    offset: e.offset + u64::from(CHUNK_HEADER_LEN) + codeword * per,
+                }
+            })?;
+            (crc, sha) = digests(&body[..comp_len]);
+        }
+        if crc != e.crc32c {
+            return Err(Error::CrcMismatch {
+                chunk: e.name.clone(),
+                offset: e.offset,
+                expected: e.crc32c,
+                actual: crc,
+            });
+        }
+        if sha != e.sha256 {
+            return Err(Error::Sha256Mismatch {
+                chunk: e.name.clone(),
+                offset: e.offset,
+                expected: e.sha256,
+                actual: sha,
+            });
+        }
+        self.index.check_chunk_hash(e)?;
+        self.check_manifest()?;
+        Ok((n, comp_len, corrected))
+    }
+
+    /// The `manifest_hash` result computed once at open.
+    fn check_manifest(&self) -> Result<()> {
+        match &self.manifest_mismatch {
+            None => Ok(()),
+            Some((expected, actual)) => Err(Error::ManifestHashMismatch {
+                expected: expected.clone(),
+                actual: *actual,
+            }),
+        }
+    }
+
+    fn decompress_error(e: &ChunkEntry, err: DecompressError) -> Error {
+        match err {
+            DecompressError::Corrupt => Error::Decompress {
+                chunk: e.name.clone(),
+                offset: e.offset,
+            },
+            DecompressError::Length { actual, at_least } => Error::UncompLenMismatch {
+                chunk: e.name.clone(),
+                expected: e.uncomp_len,
+                actual,
+                at_least,
+            },
+            DecompressError::Unavailable => Error::ZstdUnavailable {
+                chunk: e.name.clone(),
+            },
+        }
+    }
+
+    /// Reads one chunk, verified and decompressed: the full §7 algorithm. Touches only the chunk's
+    /// own bytes.
+    ///
+    /// # Errors
+    /// The first failed rule for this chunk.
+    pub fn read_chunk(&self, name: &str) -> Result<Vec<u8>> {
+        let e = self.entry(name)?;
+        let stored = self.stored(e)?;
+        self.decode(e, stored.comp)
+    }
+
+    fn decode(&self, e: &ChunkEntry, comp: Vec<u8>) -> Result<Vec<u8>> {
+        match Compression::from_flag(e.flags) {
+            Some(Compression::Zstd) => compress::zstd_decompress(&comp, e.uncomp_len)
+                .map_err(|err| Self::decompress_error(e, err)),
+            _ => {
+                if comp.len() as u64 == e.uncomp_len {
+                    Ok(comp)
+                } else {
+                    Err(Error::UncompLenMismatch {
+                        chunk: e.name.clone(),
+                        expected: e.uncomp_len,
+                        actual: comp.len() as u64,
+                        at_least: false,
+                    })
+                }
+            }
+        }
+    }
+
+    /// Checks a chunk's ECC bytes themselves: the indices of codewords whose stored parity does not
+    /// match their (read, uncorrected) data. Damage confined to ECC bytes leaves the CRC32C intact,
+    /// so [`FoldReader::verify_chunk`] does not see it, but it lowers the protection left;
+    /// `fold repair` rewrites the parity. Empty for intact chunks and chunks without ECC.
+    ///
+    /// # Errors
+    /// The checks that precede reading (limits, bounds, header agreement, `ecc_len`).
+    pub fn damaged_parity(&self, name: &str) -> Result<Vec<u64>> {
+        let e = self.entry(name)?;
+        if e.ecc == Ecc::None {
+            return Ok(Vec::new());
+        }
+        let mut buf = Vec::new();
+        let (n, comp_len, _, _) = self.load_into(e, &mut buf, false)?;
+        let (comp, ecc) = buf[..n].split_at(comp_len);
+        Ok(e.ecc.damaged_codewords(comp, ecc))
+    }
+
+    /// Verifies one chunk by every rule, keeping no output; returns the bytes ECC corrected.
+    ///
+    /// # Errors
+    /// The first failed rule for this chunk.
+    pub fn verify_chunk(&self, name: &str) -> Result<usize> {
+        let e = self.entry(name)?;
+        self.verify_entry(e, &mut Vec::new(), true)
+    }
+
+    fn verify_entry(&self, e: &ChunkEntry, buf: &mut Vec<u8>, pipelined: bool) -> Result<usize> {
+        let (_, comp_len, corrected) = self.stored_into(e, buf, pipelined)?;
+        Self::check_decoded_len(e, &buf[..comp_len])?;
+        Ok(corrected)
+    }
+
+    /// 002 §8.4 without keeping the output.
+    fn check_decoded_len(e: &ChunkEntry, comp: &[u8]) -> Result<()> {
+        match Compression::from_flag(e.flags) {
+            Some(Compression::Zstd) => compress::zstd_check_len(comp, e.uncomp_len)
+                .map_err(|err| Self::decompress_error(e, err)),
+            _ if comp.len() as u64 == e.uncomp_len => Ok(()),
+            _ => Err(Error::UncompLenMismatch {
+                chunk: e.name.clone(),
+                expected: e.uncomp_len,
+                actual: comp.len() as u64,
+                at_least: false,
+            }),
+        }
+    }
+
+    /// Verifies every chunk and the manifest hash, on two threads with the `parallel` feature
+    /// (chunks are handed out one at a time, so sizes may differ). `progress` is called with the
+    /// stored size of each chunk as it completes.
+    #[must_use]
+    pub fn verify_all(&self, progress: &(dyn Fn(u64) + Sync)) -> VerifyReport {
+        let n = self.index.chunks.len();
+        // Each worker reuses one buffer; chunks are already spread over both cores, so the
+        // per-chunk read / hash pipeline is off here.
+        let run = |i: usize, buf: &mut Vec<u8>| {
+            let e = &self.index.chunks[i];
+            let result = self.verify_entry(e, buf, false);
+            progress(e.comp_len.saturating_add(e.ecc_len));
+            result
+        };
+        let results: Vec<Result<usize>> = {
+            #[cfg(all(feature = "parallel", not(target_arch = "wasm32")))]
+            {
+                use std::sync::Mutex;
+                use std::sync::atomic::{AtomicUsize, Ordering};
+                let next = AtomicUsize::new(0);
+                let slots: Mutex<Vec<Option<Result<usize>>>> =
+                    Mutex::new((0..n).map(|_| None).collect());
+                let worker = || {
+                    let mut buf = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= n {
+                            break;
+                        }
+                        let r = run(i, &mut buf);
+                        if let Ok(mut s) = slots.lock() {
+                            s[i] = Some(r);
+                        }
+                    }
+                };
+                std::thread::scope(|s| {
+                    s.spawn(worker);
+                    worker();
+                });
+                slots
+                    .into_inner()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .into_iter()
+                    .map(|r| {
+                        r.unwrap_or_else(|| {
+                            Err(Error::Io(std::io::Error::other(
+                                "verification thread failed",
+                            )))
+                        })
+                    })
+                    .collect()
+            }
+            #[cfg(not(all(feature = "parallel", not(target_arch = "wasm32"))))]
+            {
+                let mut buf = Vec::new();
+                (0..n).map(|i| run(i, &mut buf)).collect()
+            }
+        };
+        VerifyReport {
+            manifest: self.check_manifest(),
+            chunks: self
+                .index
+                .chunks
+                .iter()
+                .zip(results)
+                .map(|(e, result)| ChunkReport {
+                    name: e.name.clone(),
+                    result,
+                })
+                .collect(),
+        }
+    }
+
+    /// Writes a repaired copy: every byte of the file in order, with each chunk's payload replaced
+    /// by its ECC-corrected, verified bytes and its ECC bytes recomputed. Gaps between regions and
+    /// the index are copied unchanged, so a file whose damage was all correctable comes out
+    /// byte-identical to the original. Returns the bytes corrected.
+    ///
+    /// # Errors
+    /// The first chunk that fails verification after ECC, overlapping chunks, or I/O.
+    pub fn repair_into<W: std::io::Write>(&self, out: &mut W) -> Result<usize> {
+        let mut order: Vec<&ChunkEntry> = self.index.chunks.iter().collect();
+        order.sort_by_key(|e| e.offset);
+        let mut pos: u64 = 0;
+        let mut fixed = 0;
+        let copy = |from: u64, to: u64, out: &mut W| -> Result<()> {
+            let mut at = from;
+            while at < to {
+                let n = (to - at).min(1 << 22);
+                let buf = read_range(&self.src, self.file_len, Region::Index, None, at, n)?;
+                out.write_all(&buf)?;
+                at += n;
+            }
+            Ok(())
+        };
+        let mut prev: Option<&ChunkEntry> = None;
+        let index_start = self.header.index_off;
+        let index_end = index_start.saturating_add(self.header.index_len);
+        for e in order {
+            // Rewriting ECC bytes that overlap the index would corrupt the index in the copy.
+            let end = e.end().unwrap_or(u64::MAX);
+            if e.offset < index_end && end > index_start {
+                return Err(Error::OverlappingChunks {
+                    first: e.name.clone(),
+                    second: "(index)".to_owned(),
+                });
+            }
+            if e.offset < pos {
+                return Err(Error::OverlappingChunks {
+                    first: prev.map(|p| p.name.clone()).unwrap_or_default(),
+                    second: e.name.clone(),
+                });
+            }
+            let stored = self.stored(e)?;
+            Self::check_decoded_len(e, &stored.comp)?;
+            fixed += stored.corrected;
+            copy(pos, e.offset, out)?;
+            let hdr_end = e.offset + u64::from(CHUNK_HEADER_LEN);
+            copy(e.offset, hdr_end, out)?;
+            out.write_all(&stored.comp)?;
+            out.write_all(&e.ecc.encode(&stored.comp))?;
+            pos = e.end().unwrap_or(u64::MAX);
+            prev = Some(e);
+        }
+        copy(pos, self.file_len, out)?;
+        out.flush()?;
+        Ok(fixed)
+    }
+
+    /// Verifies pyfolds' Ed25519 `metadata.signature` under `public_key_pem`.
+    ///
+    /// # Errors
+    /// [`Error::Signature`].
+    pub fn verify_signature(&self, public_key_pem: &str) -> Result<()> {
+        crate::signature::verify(&self.index.metadata, public_key_pem)
+    }
+}

@@ -1,0 +1,3 @@
+//! Integration tests of the `fold` crate: one binary, modules under `suite/`.
+
+mod suite;
