@@ -1,0 +1,336 @@
+//! Keys: an [`Identity`] (one 32-byte seed giving an Ed25519 signing key and an X25519 encryption
+//! key), its password-protected private key file, the public key file, and the caller's
+//! [`TrustedKeys`] (docs/signing.md §4-5).
+
+use core::fmt;
+
+use aes_gcm::aead::AeadInPlace;
+use aes_gcm::{Aes256Gcm, KeyInit, Nonce, Tag};
+use base64ct::{Base64, Encoding};
+use ed25519_dalek::{SigningKey, VerifyingKey};
+use envelope_core::{DecryptionFailure, Error, Result};
+use envelope_crypto::{
+    Argon2Params, CryptoRngCore, Password, RecipientPublicKey, RecipientSecretKey, SALT_LEN,
+    Zeroizing,
+};
+use hkdf::Hkdf;
+use sha2::Sha256;
+
+/// Bytes of an Ed25519 public key.
+pub const PUBLIC_KEY_LEN: usize = 32;
+/// Bytes of an identity seed.
+pub const SEED_LEN: usize = 32;
+/// Magic of the private key file.
+pub const KEY_FILE_MAGIC: [u8; 8] = *b"ENVLPKEY";
+/// Version of the private key file layout.
+pub const KEY_FILE_VERSION: u8 = 0x01;
+/// KDF byte of the private key file: Argon2id v0x13.
+pub const KEY_FILE_KDF_ARGON2ID: u8 = 0x01;
+/// Bytes of the private key file.
+pub const KEY_FILE_LEN: usize = 162;
+/// Bytes of the key file covered as associated data (everything before the sealed seed).
+const KEY_FILE_AAD_LEN: usize = 114;
+/// The HKDF `info` that derives the X25519 secret from the seed.
+pub const X25519_FROM_SEED_INFO: &[u8] = b"envelope-x25519-from-seed-v1";
+/// First line of a public key file.
+pub const PUBLIC_KEY_FILE_HEADER: &str = "# envelope public key v1";
+
+fn malformed() -> Error {
+    Error::DecryptionFailed(DecryptionFailure::Malformed)
+}
+
+/// An Ed25519 public key as found in signature blocks and public key files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SigningPublicKey([u8; PUBLIC_KEY_LEN]);
+
+impl SigningPublicKey {
+    /// The key with these bytes (not checked to be a valid point; that happens when it is used).
+    #[must_use]
+    pub const fn from_bytes(bytes: [u8; PUBLIC_KEY_LEN]) -> Self {
+        Self(bytes)
+    }
+
+    /// The public key of `key`.
+    #[must_use]
+    pub fn of(key: &SigningKey) -> Self {
+        Self(key.verifying_key().to_bytes())
+    }
+
+    /// The 32 bytes.
+    #[must_use]
+    pub const fn as_bytes(&self) -> &[u8; PUBLIC_KEY_LEN] {
+        &self.0
+    }
+
+    /// Standard base64 with padding.
+    #[must_use]
+    pub fn to_base64(&self) -> String {
+        Base64::encode_string(&self.0)
+    }
+}
+
+impl fmt::Display for SigningPublicKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_base64())
+    }
+}
+
+/// The caller's trusted publisher keys. A file's embedded key selects which of these to try; it
+/// is never trusted by itself.
+#[derive(Debug, Clone, Default)]
+pub struct TrustedKeys(Vec<VerifyingKey>);
+
+impl TrustedKeys {
+    /// No trusted keys (every signed file is then `UntrustedKey`).
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The given keys; keys that are not valid Ed25519 points are skipped.
+    #[must_use]
+    pub fn from_keys(keys: impl IntoIterator<Item = SigningPublicKey>) -> Self {
+        let mut trusted = Self::new();
+        for key in keys {
+            let _ = trusted.add(key);
+        }
+        trusted
+    }
+
+    /// Adds `key`.
+    ///
+    /// # Errors
+    /// `Usage` if the bytes are not a valid Ed25519 public key.
+    pub fn add(&mut self, key: SigningPublicKey) -> Result<()> {
+        let key = VerifyingKey::from_bytes(&key.0)
+            .map_err(|_| Error::InvalidArgument("not a valid Ed25519 public key"))?;
+        if !self.0.contains(&key) {
+            self.0.push(key);
+        }
+        Ok(())
+    }
+
+    /// How many keys are trusted.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether no key is trusted.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub(crate) fn find(&self, key: &SigningPublicKey) -> Option<&VerifyingKey> {
+        self.0.iter().find(|trusted| trusted.as_bytes() == &key.0)
+    }
+}
+
+/// A key pair for both signing (Ed25519) and receiving encrypted files (X25519), from one seed.
+/// Wiped on drop, never printed.
+pub struct Identity {
+    seed: Zeroizing<[u8; SEED_LEN]>,
+}
+
+impl fmt::Debug for Identity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Identity")
+            .field("signing_public_key", &self.signing_public_key())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Identity {
+    /// The identity with this seed.
+    #[must_use]
+    pub fn from_seed(seed: [u8; SEED_LEN]) -> Self {
+        Self {
+            seed: Zeroizing::new(seed),
+        }
+    }
+
+    /// A fresh identity: 32 bytes from `rng`.
+    #[must_use]
+    pub fn generate(rng: &mut impl CryptoRngCore) -> Self {
+        let mut seed = Zeroizing::new([0u8; SEED_LEN]);
+        rng.fill_bytes(seed.as_mut());
+        Self { seed }
+    }
+
+    /// The Ed25519 signing key: the seed is the RFC 8032 secret key.
+    #[must_use]
+    pub fn signing_key(&self) -> SigningKey {
+        SigningKey::from_bytes(&self.seed)
+    }
+
+    /// The Ed25519 public key.
+    #[must_use]
+    pub fn signing_public_key(&self) -> SigningPublicKey {
+        SigningPublicKey::of(&self.signing_key())
+    }
+
+    /// The X25519 secret: `HKDF-SHA256(ikm = seed, salt = none, info =
+    /// "envelope-x25519-from-seed-v1")`, 32 bytes.
+    #[must_use]
+    pub fn recipient_secret_key(&self) -> RecipientSecretKey {
+        let hkdf = Hkdf::<Sha256>::new(None, self.seed.as_ref());
+        let mut bytes = Zeroizing::new([0u8; 32]);
+        // 32 bytes is within HKDF's output limit.
+        let _ = hkdf.expand(X25519_FROM_SEED_INFO, bytes.as_mut());
+        RecipientSecretKey::from_bytes(*bytes)
+    }
+
+    /// The X25519 public key others encrypt to.
+    #[must_use]
+    pub fn recipient_public_key(&self) -> RecipientPublicKey {
+        self.recipient_secret_key().public_key()
+    }
+
+    /// The public key file (text, docs/signing.md §5).
+    #[must_use]
+    pub fn public_key_file(&self) -> String {
+        format!(
+            "{PUBLIC_KEY_FILE_HEADER}\ned25519 {}\nx25519 {}\n",
+            self.signing_public_key().to_base64(),
+            self.recipient_public_key().to_base64()
+        )
+    }
+
+    /// The private key file: the seed sealed with AES-256-GCM under an Argon2id key of
+    /// `password` (docs/signing.md §4). Draws the 16-byte salt, then the 12-byte nonce, from
+    /// `rng`.
+    ///
+    /// # Errors
+    /// `Usage` if `params` are outside the limits readers enforce.
+    pub fn seal(
+        &self,
+        password: &Password,
+        params: Argon2Params,
+        rng: &mut impl CryptoRngCore,
+    ) -> Result<Vec<u8>> {
+        if !params.is_within_limits() {
+            return Err(Error::InvalidArgument(
+                "Argon2id parameters outside the limits readers enforce",
+            ));
+        }
+        let mut salt = [0u8; SALT_LEN];
+        rng.fill_bytes(&mut salt);
+        let mut nonce = [0u8; 12];
+        rng.fill_bytes(&mut nonce);
+        let mut out = Vec::with_capacity(KEY_FILE_LEN);
+        out.extend_from_slice(&KEY_FILE_MAGIC);
+        out.push(KEY_FILE_VERSION);
+        out.push(KEY_FILE_KDF_ARGON2ID);
+        for value in [params.m_cost_kib, params.t_cost, params.p_cost] {
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+        out.extend_from_slice(&salt);
+        out.extend_from_slice(&nonce);
+        out.extend_from_slice(self.signing_public_key().as_bytes());
+        out.extend_from_slice(self.recipient_public_key().as_bytes());
+        out.extend_from_slice(self.seed.as_ref());
+        let key = params.derive_key(password, &salt)?;
+        let cipher = Aes256Gcm::new(key.as_ref().into());
+        let (aad, seed) = out.split_at_mut(KEY_FILE_AAD_LEN);
+        let tag = cipher
+            .encrypt_in_place_detached(Nonce::from_slice(&nonce), aad, seed)
+            .map_err(|_| Error::InvalidArgument("AES-GCM refused the seed"))?;
+        out.extend_from_slice(&tag);
+        Ok(out)
+    }
+
+    /// Opens a private key file with `password`.
+    ///
+    /// # Errors
+    /// `DecryptionFailed`: `Malformed` for a wrong magic, version, KDF, length or parameters
+    /// outside the limits; `Failed` for a wrong password or an altered byte (including the public
+    /// keys, which are associated data and are checked against the seed).
+    pub fn open(file: &[u8], password: &Password) -> Result<Self> {
+        if file.len() != KEY_FILE_LEN
+            || file[..8] != KEY_FILE_MAGIC
+            || file[8] != KEY_FILE_VERSION
+            || file[9] != KEY_FILE_KDF_ARGON2ID
+        {
+            return Err(malformed());
+        }
+        let u32_at = |at: usize| {
+            let mut bytes = [0u8; 4];
+            bytes.copy_from_slice(&file[at..at + 4]);
+            u32::from_le_bytes(bytes)
+        };
+        let params = Argon2Params {
+            m_cost_kib: u32_at(10),
+            t_cost: u32_at(14),
+            p_cost: u32_at(18),
+        };
+        if !params.is_within_limits() {
+            return Err(malformed());
+        }
+        let mut salt = [0u8; SALT_LEN];
+        salt.copy_from_slice(&file[22..38]);
+        let key = params.derive_key(password, &salt)?;
+        let cipher = Aes256Gcm::new(key.as_ref().into());
+        let mut seed = Zeroizing::new([0u8; SEED_LEN]);
+        seed.copy_from_slice(&file[KEY_FILE_AAD_LEN..KEY_FILE_AAD_LEN + SEED_LEN]);
+        cipher
+            .decrypt_in_place_detached(
+                Nonce::from_slice(&file[38..50]),
+                &file[..KEY_FILE_AAD_LEN],
+                seed.as_mut(),
+                Tag::from_slice(&file[KEY_FILE_AAD_LEN + SEED_LEN..]),
+            )
+            .map_err(|_| Error::DecryptionFailed(DecryptionFailure::Failed))?;
+        let identity = Self { seed };
+        if identity.signing_public_key().as_bytes()[..] != file[50..82]
+            || identity.recipient_public_key().as_bytes()[..] != file[82..114]
+        {
+            return Err(Error::DecryptionFailed(DecryptionFailure::Failed));
+        }
+        Ok(identity)
+    }
+}
+
+/// The keys listed in a public key file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PublicKeyFile {
+    /// `ed25519` lines: signing keys.
+    pub signing: Vec<SigningPublicKey>,
+    /// `x25519` lines: encryption keys.
+    pub recipients: Vec<RecipientPublicKey>,
+}
+
+impl PublicKeyFile {
+    /// Parses a public key file: lines `ed25519 BASE64` and `x25519 BASE64`; empty lines and lines
+    /// starting with `#` are ignored.
+    ///
+    /// # Errors
+    /// `Usage` for any other line, or base64 that is not 32 bytes.
+    pub fn parse(text: &str) -> Result<Self> {
+        let mut out = Self::default();
+        for line in text.lines().map(str::trim) {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (kind, value) = line.split_once(' ').ok_or(Error::InvalidArgument(
+                "public key file: expected `KIND BASE64`",
+            ))?;
+            let mut bytes = [0u8; 32];
+            let decoded = Base64::decode(value.trim(), &mut bytes)
+                .map_err(|_| Error::InvalidArgument("public key file: bad base64"))?;
+            if decoded.len() != 32 {
+                return Err(Error::InvalidArgument("public key file: a key is 32 bytes"));
+            }
+            match kind {
+                "ed25519" => out.signing.push(SigningPublicKey::from_bytes(bytes)),
+                "x25519" => out.recipients.push(RecipientPublicKey::from_bytes(bytes)),
+                _ => {
+                    return Err(Error::InvalidArgument(
+                        "public key file: unknown key kind (ed25519 or x25519)",
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,229 @@
+//! The signature block and the signed message (docs/signing.md §2-3).
+//!
+//! Body (97 bytes, fixed): `algorithm (0x01) || signer public key (32) || signature (64)`. The
+//! signature is pure Ed25519 (RFC 8032) over the 76-byte message
+//! `label (12) || SHA-512(signed regions)`, where the label is `"ald-v1-sign\0"` or
+//! `"apr-v1-sign\0"` and the signed regions are every byte of the file except the signature body
+//! and the CRC32 trailer (`Envelope::signed_regions`). Because the body has a fixed size, a file
+//! can be signed by writing a placeholder of that size, hashing, and filling it in.
+
+use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
+use envelope_core::{Envelope, Error, Flags, Format, Result, Section, SignatureFailure};
+use sha2::{Digest, Sha512};
+
+use crate::keys::{PUBLIC_KEY_LEN, SigningPublicKey, TrustedKeys};
+
+/// Algorithm byte: Ed25519 over `label || SHA-512(signed regions)`.
+pub const ALGORITHM_ED25519_SHA512: u8 = 0x01;
+/// Bytes of an Ed25519 signature.
+pub const SIGNATURE_LEN: usize = 64;
+/// Bytes of the signature block body.
+pub const SIGNATURE_BLOCK_LEN: usize = 1 + PUBLIC_KEY_LEN + SIGNATURE_LEN;
+/// Bytes of the message that is signed.
+pub const MESSAGE_LEN: usize = 12 + 64;
+
+/// The domain-separation label of the signed message (12 bytes, NUL-terminated).
+#[must_use]
+pub const fn sign_label(format: Format) -> &'static [u8; 12] {
+    match format {
+        Format::Dataset => b"ald-v1-sign\0",
+        Format::Model => b"apr-v1-sign\0",
+    }
+}
+
+/// The message a signature of `envelope` covers: label and SHA-512 of the signed regions.
+#[must_use]
+pub fn signed_message<B: AsRef<[u8]>>(envelope: &Envelope<B>) -> [u8; MESSAGE_LEN] {
+    let mut hasher = Sha512::new();
+    for region in envelope.signed_regions() {
+        hasher.update(region);
+    }
+    let mut message = [0u8; MESSAGE_LEN];
+    message[..12].copy_from_slice(sign_label(envelope.header().format()));
+    message[12..].copy_from_slice(&hasher.finalize());
+    message
+}
+
+/// A parsed signature block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SignatureBlock {
+    /// The key the file claims to be signed by. Only a selector: it is trusted only if the
+    /// caller's trusted keys contain it.
+    pub signer: SigningPublicKey,
+    /// The Ed25519 signature.
+    pub signature: [u8; SIGNATURE_LEN],
+}
+
+impl SignatureBlock {
+    /// Parses a block body.
+    ///
+    /// # Errors
+    /// `SignatureInvalid` (`Malformed`) for a length other than 97 bytes or an unknown algorithm.
+    pub fn parse(body: &[u8]) -> Result<Self> {
+        let malformed = Error::SignatureInvalid(SignatureFailure::Malformed);
+        if body.len() != SIGNATURE_BLOCK_LEN || body[0] != ALGORITHM_ED25519_SHA512 {
+            return Err(malformed);
+        }
+        let mut signer = [0u8; PUBLIC_KEY_LEN];
+        signer.copy_from_slice(&body[1..=PUBLIC_KEY_LEN]);
+        let mut signature = [0u8; SIGNATURE_LEN];
+        signature.copy_from_slice(&body[1 + PUBLIC_KEY_LEN..]);
+        Ok(Self {
+            signer: SigningPublicKey::from_bytes(signer),
+            signature,
+        })
+    }
+
+    /// The block body.
+    #[must_use]
+    pub fn encode(&self) -> [u8; SIGNATURE_BLOCK_LEN] {
+        let mut out = [0u8; SIGNATURE_BLOCK_LEN];
+        out[0] = ALGORITHM_ED25519_SHA512;
+        out[1..=PUBLIC_KEY_LEN].copy_from_slice(self.signer.as_bytes());
+        out[1 + PUBLIC_KEY_LEN..].copy_from_slice(&self.signature);
+        out
+    }
+}
+
+/// Signs the envelope file `bytes` (replacing any signature it has) and returns the signed file.
+///
+/// Every other byte is kept: an encrypted file stays decryptable (its associated data leaves the
+/// SIGNED flag out), a license block stays and is covered.
+///
+/// # Errors
+/// The envelope's own verification errors for `bytes`; `Usage` if the file cannot be re-encoded.
+///
+/// # Example
+/// ```
+/// use envelope_core::{Envelope, EnvelopeParts, Format};
+/// use envelope_sign::{Policy, SigningKey, TrustedKeys, sign};
+///
+/// let key = SigningKey::from_bytes(&[7; 32]);
+/// let file = EnvelopeParts::new(Format::Model, 1).to_bytes()?;
+/// let signed = sign(&file, &key)?;
+///
+/// let trusted = TrustedKeys::from_keys([envelope_sign::SigningPublicKey::of(&key)]);
+/// let envelope = Envelope::parse(&signed[..], Format::Model)?;
+/// Policy::RequireSignature { trusted: &trusted }.check(&envelope)?;
+/// # Ok::<(), envelope_core::Error>(())
+/// ```
+pub fn sign(bytes: &[u8], key: &SigningKey) -> Result<Vec<u8>> {
+    let envelope = Envelope::parse_any(bytes)?;
+    let mut parts = envelope.to_parts();
+    parts.signature = Some([0u8; SIGNATURE_BLOCK_LEN].as_slice().into());
+    let mut out = parts.to_bytes()?;
+    let (message, offset) = {
+        let placeholder = Envelope::parse_any(&out[..])?;
+        let span = placeholder
+            .layout()
+            .span(Section::Signature)
+            .ok_or(Error::InvalidArgument(
+                "the re-encoded file has no signature block",
+            ))?;
+        (
+            signed_message(&placeholder),
+            usize::try_from(span.offset)
+                .map_err(|_| Error::InvalidArgument("signature offset beyond memory"))?,
+        )
+    };
+    let block = SignatureBlock {
+        signer: SigningPublicKey::of(key),
+        signature: ed25519_dalek::Signer::sign(key, &message).to_bytes(),
+    };
+    out[offset..offset + SIGNATURE_BLOCK_LEN].copy_from_slice(&block.encode());
+    let end = out.len() - envelope_core::CHECKSUM_LEN;
+    let crc = crc32fast::hash(&out[..end]);
+    out[end..].copy_from_slice(&crc.to_le_bytes());
+    Ok(out)
+}
+
+/// Verifies the signature of `envelope` against the caller's `trusted` keys and returns the key
+/// that made it.
+///
+/// # Errors
+/// `SignatureInvalid`: `Missing` if the file is not signed; `Malformed` for a bad block;
+/// `UntrustedKey` if the embedded signer is not among `trusted` (the embedded key is never
+/// trusted by itself); `Mismatch` if `verify_strict` refuses the signature (any covered byte
+/// changed, or a non-canonical or small-order signature or key).
+pub fn verify<B: AsRef<[u8]>>(
+    envelope: &Envelope<B>,
+    trusted: &TrustedKeys,
+) -> Result<SigningPublicKey> {
+    if !envelope.header().flags().contains(Flags::SIGNED) {
+        return Err(Error::SignatureInvalid(SignatureFailure::Missing));
+    }
+    let body = envelope
+        .section(Section::Signature)
+        .ok_or(Error::SignatureInvalid(SignatureFailure::Missing))?;
+    let block = SignatureBlock::parse(body)?;
+    let key: &VerifyingKey = trusted
+        .find(&block.signer)
+        .ok_or(Error::SignatureInvalid(SignatureFailure::UntrustedKey))?;
+    let signature = Signature::from_bytes(&block.signature);
+    key.verify_strict(&signed_message(envelope), &signature)
+        .map_err(|_| Error::SignatureInvalid(SignatureFailure::Mismatch))?;
+    Ok(block.signer)
+}
+
+/// What a loader requires of a file's signature, checked before any payload byte is parsed or
+/// decrypted.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Policy<'a> {
+    /// No signature is required and none is checked. A signature block present is ignored: it
+    /// proves nothing without a trusted key.
+    AcceptUnsigned,
+    /// A valid signature by one of `trusted` is required. Unsigned files (including a file whose
+    /// SIGNED flag was cleared) are refused with `SignatureInvalid` (`Missing`).
+    RequireSignature {
+        /// The caller's trusted publisher keys.
+        trusted: &'a TrustedKeys,
+    },
+}
+
+impl Policy<'_> {
+    /// Applies the policy to `envelope`: the verified signer, or `None` under
+    /// [`Policy::AcceptUnsigned`].
+    ///
+    /// # Errors
+    /// As [`verify`] under [`Policy::RequireSignature`].
+    pub fn check<B: AsRef<[u8]>>(
+        &self,
+        envelope: &Envelope<B>,
+    ) -> Result<Option<SigningPublicKey>> {
+        match self {
+            Self::AcceptUnsigned => Ok(None),
+            Self::RequireSignature { trusted } => verify(envelope, trusted).map(Some),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn block_encode_then_parse_is_identity(signer: [u8; 32], a: [u8; 32], b: [u8; 32]) {
+            let mut signature = [0u8; 64];
+            signature[..32].copy_from_slice(&a);
+            signature[32..].copy_from_slice(&b);
+            let block = SignatureBlock { signer: SigningPublicKey::from_bytes(signer), signature };
+            prop_assert_eq!(SignatureBlock::parse(&block.encode()).unwrap(), block);
+        }
+
+        #[test]
+        fn untrusted_bytes_never_panic_the_parsers(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = SignatureBlock::parse(&bytes);
+            let _ = crate::PublicKeyFile::parse(&String::from_utf8_lossy(&bytes));
+            let _ = crate::Identity::open(&bytes, &envelope_crypto::Password::new("x"));
+        }
+    }
+
+    #[test]
+    fn labels_are_twelve_bytes_with_a_nul() {
+        assert_eq!(sign_label(Format::Dataset), b"ald-v1-sign\0");
+        assert_eq!(sign_label(Format::Model), b"apr-v1-sign\0");
+    }
+}

@@ -1,0 +1,539 @@
+//! Integration tests of envelope-sign: known-answer vectors (`tests/data/`), sign → verify
+//! properties, the trusted-key policy, key files, the tamper sweep over an encrypted and signed
+//! file, and interop with the independent Python implementation (`tests/python/crypto/`).
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+use envelope_core::{
+    Compression, Envelope, EnvelopeParts, Error, Format, Payload, Section, Signal, SignatureFailure,
+};
+use envelope_crypto::{
+    Argon2Params, CryptoRng, DecryptionKey, Decryptor, EncryptOptions, EncryptTo, Password,
+    RngCore, encrypt,
+};
+use envelope_sign::{
+    Identity, Policy, PublicKeyFile, SigningKey, SigningPublicKey, TrustedKeys, sign, verify,
+};
+use proptest::prelude::*;
+
+/// Returns the bytes `start, start + 1, ...` (wrapping): a predictable RNG for vectors only.
+struct CountingRng(u8);
+
+impl RngCore for CountingRng {
+    fn next_u32(&mut self) -> u32 {
+        rand_core::impls::next_u32_via_fill(self)
+    }
+    fn next_u64(&mut self) -> u64 {
+        rand_core::impls::next_u64_via_fill(self)
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        for byte in dest {
+            *byte = self.0;
+            self.0 = self.0.wrapping_add(1);
+        }
+    }
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+        self.fill_bytes(dest);
+        Ok(())
+    }
+}
+impl CryptoRng for CountingRng {}
+
+const CHEAP: Argon2Params = Argon2Params {
+    m_cost_kib: 1024,
+    t_cost: 1,
+    p_cost: 1,
+};
+const KAT_PASSWORD: &str = "correct horse battery staple";
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+/// The publisher of the vectors: seed 32 x 0x5e.
+fn publisher() -> Identity {
+    Identity::from_seed([0x5e; 32])
+}
+
+fn trusted() -> TrustedKeys {
+    TrustedKeys::from_keys([publisher().signing_public_key()])
+}
+
+fn model(payload: &[u8]) -> Vec<u8> {
+    let mut parts = EnvelopeParts::new(Format::Model, 0x0001);
+    parts.metadata = Cow::Borrowed(b"\x81\xa4name\xa3kat");
+    parts.payload = Payload::compressed(Compression::None, payload).unwrap();
+    parts.license = Some(Cow::Borrowed(b"licensee=Acme;expires=2027-01-01"));
+    parts.to_bytes().unwrap()
+}
+
+/// The small encrypted (recipient mode, to the publisher's own X25519 key) and signed dataset
+/// of the tamper sweep and the interop tests.
+fn encrypted_and_signed() -> Vec<u8> {
+    let payload = b"a,b\n1,2\n3,4\n".repeat(8);
+    let mut parts = EnvelopeParts::new(Format::Dataset, 0x0001);
+    parts.metadata = Cow::Borrowed(b"\x81\xa4name\xa3kat");
+    parts.schema = Cow::Borrowed(b"SCHEMA");
+    parts.num_rows = 16;
+    parts.payload = Payload::compressed(Compression::None, &payload).unwrap();
+    parts.license = Some(Cow::Borrowed(b"licensee=Acme"));
+    let me = publisher().recipient_public_key();
+    let sealed = encrypt(
+        &parts,
+        EncryptTo::Recipient(&me),
+        EncryptOptions { segment_size: 1024 },
+        &mut CountingRng(0),
+    )
+    .unwrap();
+    sign(&sealed.to_bytes().unwrap(), &publisher().signing_key()).unwrap()
+}
+
+fn kat_vectors() -> Vec<(&'static str, Vec<u8>)> {
+    let identity = publisher();
+    let password = Password::new(KAT_PASSWORD);
+    vec![
+        (
+            "kat_signed.apr",
+            sign(&model(b"weights"), &identity.signing_key()).unwrap(),
+        ),
+        ("kat_encrypted_signed.ald", encrypted_and_signed()),
+        (
+            "kat_identity.key",
+            identity
+                .seal(&password, CHEAP, &mut CountingRng(0))
+                .unwrap(),
+        ),
+        (
+            "kat_identity.key.pub",
+            identity.public_key_file().into_bytes(),
+        ),
+    ]
+}
+
+/// Failing vectors: `fail_<what>.<Signal>.<ext>`, checked against the publisher's key.
+fn fail_vectors() -> Vec<(&'static str, Vec<u8>)> {
+    let signed = sign(&model(b"weights"), &publisher().signing_key()).unwrap();
+    let mut changed = signed.clone();
+    changed[0x2a] ^= 0x20; // the first payload byte: "weights" -> "Weights"
+    fix_crc(&mut changed);
+    let stranger = sign(
+        &model(b"weights"),
+        &Identity::from_seed([1; 32]).signing_key(),
+    )
+    .unwrap();
+    vec![
+        ("fail_payload_changed.SignatureInvalid.apr", changed),
+        ("fail_untrusted_signer.SignatureInvalid.apr", stranger),
+        ("fail_unsigned.SignatureInvalid.apr", model(b"weights")),
+    ]
+}
+
+#[test]
+fn every_failing_vector_gives_its_signal() {
+    let mut seen = 0;
+    for entry in std::fs::read_dir(data("")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix("fail_") else {
+            continue;
+        };
+        let signal = rest.split('.').nth(1).unwrap();
+        let error = check(&std::fs::read(&path).unwrap(), &trusted()).unwrap_err();
+        assert_eq!(error.signal().name(), signal, "{name}: {error}");
+        seen += 1;
+    }
+    assert_eq!(seen, fail_vectors().len());
+}
+
+/// `REGENERATE_VECTORS=1` rewrites the vectors (review the diff!).
+#[test]
+fn known_answer_vectors_are_reproduced_byte_for_byte() {
+    let regenerate = std::env::var_os("REGENERATE_VECTORS").is_some();
+    for (name, bytes) in kat_vectors().into_iter().chain(fail_vectors()) {
+        if regenerate {
+            std::fs::write(data(name), &bytes).unwrap();
+        }
+        let stored = std::fs::read(data(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(
+            stored == bytes,
+            "{name}: rebuilt bytes differ from the vector"
+        );
+    }
+}
+
+#[test]
+fn the_vector_key_file_opens_with_its_password_only() {
+    let file = std::fs::read(data("kat_identity.key")).unwrap();
+    let identity = Identity::open(&file, &Password::new(KAT_PASSWORD)).unwrap();
+    assert_eq!(
+        identity.signing_public_key(),
+        publisher().signing_public_key()
+    );
+    let error = Identity::open(&file, &Password::new("wrong")).unwrap_err();
+    assert_eq!(error.signal(), Signal::DecryptionFailed);
+    for index in 0..file.len() {
+        let mut bad = file.clone();
+        bad[index] ^= 0x01;
+        assert!(
+            Identity::open(&bad, &Password::new(KAT_PASSWORD)).is_err(),
+            "byte {index}"
+        );
+    }
+    let public =
+        PublicKeyFile::parse(&std::fs::read_to_string(data("kat_identity.key.pub")).unwrap())
+            .unwrap();
+    assert_eq!(public.signing, [publisher().signing_public_key()]);
+    assert_eq!(public.recipients, [publisher().recipient_public_key()]);
+}
+
+fn check(bytes: &[u8], trusted: &TrustedKeys) -> Result<SigningPublicKey, Error> {
+    let envelope = Envelope::parse_any(bytes)?;
+    Ok(Policy::RequireSignature { trusted }
+        .check(&envelope)?
+        .unwrap())
+}
+
+#[test]
+fn the_policy_refuses_unsigned_untrusted_and_altered_files() {
+    let signed = std::fs::read(data("kat_signed.apr")).unwrap();
+    assert_eq!(
+        check(&signed, &trusted()).unwrap(),
+        publisher().signing_public_key()
+    );
+
+    let unsigned = model(b"weights");
+    assert!(matches!(
+        check(&unsigned, &trusted()),
+        Err(Error::SignatureInvalid(SignatureFailure::Missing))
+    ));
+
+    let stranger = TrustedKeys::from_keys([Identity::from_seed([1; 32]).signing_public_key()]);
+    assert!(matches!(
+        check(&signed, &stranger),
+        Err(Error::SignatureInvalid(SignatureFailure::UntrustedKey))
+    ));
+
+    // A file re-signed by another key that embeds the publisher's public key does not pass.
+    let forger = SigningKey::from_bytes(&[2; 32]);
+    let mut forged = sign(&signed, &forger).unwrap();
+    let span = Envelope::parse_any(&forged[..])
+        .unwrap()
+        .layout()
+        .span(Section::Signature)
+        .unwrap();
+    let at = usize::try_from(span.offset).unwrap() + 1;
+    forged[at..at + 32].copy_from_slice(publisher().signing_public_key().as_bytes());
+    fix_crc(&mut forged);
+    assert!(matches!(
+        check(&forged, &trusted()),
+        Err(Error::SignatureInvalid(SignatureFailure::Mismatch))
+    ));
+
+    // Accepting unsigned files checks nothing.
+    let envelope = Envelope::parse_any(&unsigned[..]).unwrap();
+    assert_eq!(Policy::AcceptUnsigned.check(&envelope).unwrap(), None);
+}
+
+/// Clearing the SIGNED flag (and fixing the CRC) does not slip past a caller that requires
+/// signatures: the walk fails on the leftover block, and a file rebuilt without it is Missing.
+#[test]
+fn clearing_the_signed_flag_does_not_slip_past() {
+    let signed = std::fs::read(data("kat_signed.apr")).unwrap();
+    let mut cleared = signed.clone();
+    cleared[21] &= !0x02;
+    fix_crc(&mut cleared);
+    assert_eq!(
+        check(&cleared, &trusted()).unwrap_err().signal(),
+        Signal::InvalidFormat
+    );
+    let envelope = Envelope::parse_any(&signed[..]).unwrap();
+    let mut parts = envelope.to_parts();
+    parts.signature = None;
+    let stripped = parts.to_bytes().unwrap();
+    assert!(matches!(
+        check(&stripped, &trusted()),
+        Err(Error::SignatureInvalid(SignatureFailure::Missing))
+    ));
+}
+
+#[test]
+fn signing_an_encrypted_file_keeps_it_decryptable_and_signed_bytes_include_the_license() {
+    let bytes = std::fs::read(data("kat_encrypted_signed.ald")).unwrap();
+    check(&bytes, &trusted()).unwrap();
+    let envelope = Envelope::parse_any(&bytes[..]).unwrap();
+    let secret = publisher().recipient_secret_key();
+    let payload = Decryptor::new(&envelope, DecryptionKey::Recipient(&secret))
+        .unwrap()
+        .payload()
+        .unwrap();
+    assert_eq!(payload, b"a,b\n1,2\n3,4\n".repeat(8));
+    // Changing one license byte (CRC fixed) breaks the signature.
+    let license = envelope.layout().span(Section::License).unwrap();
+    let mut bad = bytes.clone();
+    bad[usize::try_from(license.offset).unwrap()] ^= 0x20;
+    fix_crc(&mut bad);
+    assert!(matches!(
+        check(&bad, &trusted()),
+        Err(Error::SignatureInvalid(SignatureFailure::Mismatch))
+    ));
+}
+
+fn fix_crc(bytes: &mut [u8]) {
+    let end = bytes.len() - 4;
+    let crc = crc32fast::hash(&bytes[..end]);
+    bytes[end..].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Loads as a careful reader does: verify the envelope, require a trusted signature, then
+/// decrypt.
+fn load(bytes: &[u8]) -> Result<Vec<u8>, Error> {
+    let envelope = Envelope::parse(bytes, Format::Dataset)?;
+    Policy::RequireSignature {
+        trusted: &trusted(),
+    }
+    .check(&envelope)?;
+    let secret = publisher().recipient_secret_key();
+    Decryptor::new(&envelope, DecryptionKey::Recipient(&secret))?.payload()
+}
+
+fn section_of(envelope: &Envelope<&[u8]>, index: usize) -> Section {
+    let index = index as u64;
+    for (section, span, framed) in envelope.layout().sections() {
+        let start = if framed { span.offset - 4 } else { span.offset };
+        if (start..span.end()).contains(&index) {
+            return section;
+        }
+    }
+    Section::Checksum
+}
+
+/// Every bit of every section of a small encrypted, signed and licensed file, flipped: as stored,
+/// the CRC32 catches it (magic and version are checked first and give their own signals); with
+/// the CRC recomputed, the signature does, unless the walk already refuses the structure.
+#[test]
+fn every_bit_of_an_encrypted_signed_file_is_caught_by_the_right_signal() {
+    let bytes = std::fs::read(data("kat_encrypted_signed.ald")).unwrap();
+    assert!(load(&bytes).is_ok());
+    let envelope = Envelope::parse_any(&bytes[..]).unwrap();
+    let crc_at = bytes.len() - 4;
+    let mut seen = std::collections::BTreeMap::<(&str, &str, &str), usize>::new();
+    for index in 0..bytes.len() {
+        let section = section_of(&envelope, index);
+        for bit in 0..8 {
+            let mut bad = bytes.clone();
+            bad[index] ^= 1 << bit;
+            let raw = load(&bad).unwrap_err().signal();
+            // A version flip that lands on another supported version (1.2 -> 1.0) passes the
+            // version check and meets the CRC.
+            let expected_raw: &[Signal] = match index {
+                0..4 => &[Signal::InvalidFormat],
+                4..6 => &[Signal::UnsupportedVersion, Signal::ChecksumMismatch],
+                _ => &[Signal::ChecksumMismatch],
+            };
+            assert!(
+                expected_raw.contains(&raw),
+                "{section} byte {index} bit {bit}, CRC as stored: {raw}"
+            );
+            if index >= crc_at {
+                continue;
+            }
+            fix_crc(&mut bad);
+            let fixed = load(&bad).unwrap_err().signal();
+            let allowed: &[Signal] = match index {
+                0..4 => &[Signal::InvalidFormat],
+                4..6 => &[Signal::UnsupportedVersion, Signal::SignatureInvalid],
+                _ => &[Signal::SignatureInvalid, Signal::InvalidFormat],
+            };
+            assert!(
+                allowed.contains(&fixed),
+                "{section} byte {index} bit {bit}: {fixed} with CRC fixed"
+            );
+            *seen
+                .entry((section.name(), raw.name(), fixed.name()))
+                .or_default() += 1;
+        }
+    }
+    // Every section's payload-carrying bytes reached the signature check at least once.
+    for section in [
+        "metadata",
+        "schema",
+        "encryption",
+        "payload",
+        "signature",
+        "license",
+    ] {
+        assert!(
+            seen.keys()
+                .any(|(s, _, f)| *s == section && *f == "SignatureInvalid"),
+            "{section}: {seen:?}"
+        );
+    }
+}
+
+/// Without a signature policy the same flips in the encrypted parts are DecryptionFailed: the
+/// associated data binds everything before the payload.
+#[test]
+fn without_a_policy_flips_before_and_in_the_payload_are_decryption_failures() {
+    let bytes = std::fs::read(data("kat_encrypted_signed.ald")).unwrap();
+    let envelope = Envelope::parse_any(&bytes[..]).unwrap();
+    let secret = publisher().recipient_secret_key();
+    let payload_end =
+        usize::try_from(envelope.layout().span(Section::Payload).unwrap().end()).unwrap();
+    let mut decryption_failures = 0;
+    for index in 6..payload_end {
+        let mut bad = bytes.clone();
+        bad[index] ^= 0x04;
+        fix_crc(&mut bad);
+        let result = Envelope::parse_any(&bad[..]).and_then(|envelope| {
+            Decryptor::new(&envelope, DecryptionKey::Recipient(&secret))?.payload()
+        });
+        let signal = result.unwrap_err().signal();
+        assert!(
+            matches!(signal, Signal::InvalidFormat | Signal::DecryptionFailed),
+            "byte {index}: {signal}"
+        );
+        decryption_failures += usize::from(signal == Signal::DecryptionFailed);
+    }
+    assert!(
+        decryption_failures > payload_end / 2,
+        "{decryption_failures}"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn sign_then_verify_succeeds_and_any_covered_flip_fails(
+        payload in proptest::collection::vec(any::<u8>(), 0..300),
+        seed: [u8; 32],
+        flip in any::<prop::sample::Index>(),
+    ) {
+        let identity = Identity::from_seed(seed);
+        let signed = sign(&model(&payload), &identity.signing_key()).unwrap();
+        let trusted = TrustedKeys::from_keys([identity.signing_public_key()]);
+        let envelope = Envelope::parse_any(&signed[..]).unwrap();
+        prop_assert_eq!(verify(&envelope, &trusted).unwrap(), identity.signing_public_key());
+        // Signing again gives the same bytes (Ed25519 is deterministic) and replaces the block.
+        prop_assert_eq!(sign(&signed, &identity.signing_key()).unwrap(), signed.clone());
+        let index = 6 + flip.index(signed.len() - 10);
+        let mut bad = signed.clone();
+        bad[index] ^= 0x80;
+        fix_crc(&mut bad);
+        prop_assert!(check(&bad, &trusted).is_err());
+    }
+}
+
+#[test]
+fn key_files_round_trip_through_the_filesystem_and_trusted_dirs_read_every_pub_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let identity = Identity::from_seed([9; 32]);
+    let password = Password::new("pw");
+    let path = dir.path().join("me.key");
+    envelope_sign::fs::write_key_files(&path, &identity, &password, CHEAP, &mut CountingRng(1))
+        .unwrap();
+    let back = envelope_sign::fs::read_identity(&path, &password).unwrap();
+    assert_eq!(back.signing_public_key(), identity.signing_public_key());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    let trusted_dir = dir.path().join("trusted");
+    std::fs::create_dir(&trusted_dir).unwrap();
+    assert!(envelope_sign::fs::trusted_keys_from_dir(&trusted_dir).is_err());
+    std::fs::copy(dir.path().join("me.key.pub"), trusted_dir.join("me.pub")).unwrap();
+    std::fs::write(trusted_dir.join("notes.txt"), "ignored").unwrap();
+    let trusted = envelope_sign::fs::trusted_keys_from_dir(&trusted_dir).unwrap();
+    assert_eq!(trusted.len(), 1);
+}
+
+fn python(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    let python = std::env::var("INTEROP_PYTHON").expect("INTEROP_PYTHON");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/crypto/reader.py");
+    std::process::Command::new(python)
+        .arg(script)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The independent Python implementation verifies signatures made here, and signs a file that
+/// verifies here; it also opens the key file and decrypts the encrypted and signed file.
+#[test]
+#[ignore = "interop: needs INTEROP_PYTHON (run by .ci/run)"]
+fn python_verifies_rust_signatures_and_rust_verifies_python_signatures() {
+    let pub_file = data("kat_identity.key.pub");
+    for name in ["kat_signed.apr", "kat_encrypted_signed.ald"] {
+        let output = python(&[
+            "verify".as_ref(),
+            data(name).as_os_str(),
+            "--public-key-file".as_ref(),
+            pub_file.as_os_str(),
+        ]);
+        assert!(
+            output.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    // A flipped byte (CRC fixed) must fail in Python too.
+    let mut bad = std::fs::read(data("kat_signed.apr")).unwrap();
+    bad[33] ^= 1;
+    fix_crc(&mut bad);
+    let dir = tempfile::tempdir().unwrap();
+    let bad_path = dir.path().join("bad.apr");
+    std::fs::write(&bad_path, &bad).unwrap();
+    let output = python(&[
+        "verify".as_ref(),
+        bad_path.as_os_str(),
+        "--public-key-file".as_ref(),
+        pub_file.as_os_str(),
+    ]);
+    assert!(!output.status.success());
+
+    // Python signs an unsigned file with a seed; Rust verifies it.
+    let unsigned = dir.path().join("unsigned.apr");
+    std::fs::write(&unsigned, model(b"python weights")).unwrap();
+    let signed = dir.path().join("signed.apr");
+    let seed = "5e".repeat(32);
+    let output = python(&[
+        "sign".as_ref(),
+        unsigned.as_os_str(),
+        "--seed-hex".as_ref(),
+        seed.as_ref(),
+        "-o".as_ref(),
+        signed.as_os_str(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let bytes = std::fs::read(&signed).unwrap();
+    assert_eq!(
+        check(&bytes, &trusted()).unwrap(),
+        publisher().signing_public_key()
+    );
+
+    // Python opens the key file and decrypts the encrypted and signed file with the X25519 key it
+    // derives from the seed.
+    let output = python(&[
+        "decrypt".as_ref(),
+        data("kat_encrypted_signed.ald").as_os_str(),
+        "--key-file".as_ref(),
+        data("kat_identity.key").as_os_str(),
+        "--password".as_ref(),
+        KAT_PASSWORD.as_ref(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.stdout, b"a,b\n1,2\n3,4\n".repeat(8));
+}
