@@ -13,6 +13,10 @@
     missing_docs,
     reason = "criterion_group! generates undocumented functions"
 )]
+#![allow(
+    clippy::print_stderr,
+    reason = "the benchmark reports the compression ratio it measured"
+)]
 
 use std::borrow::Cow;
 use std::hint::black_box;
