@@ -63,6 +63,36 @@ step "fold: damage beyond the ECC's capacity is refused, naming the chunk and th
 damage "$out/repaired.fold" 62 120
 if "$bin/fold" verify "$out/repaired.fold"; then echo "expected verify to fail" >&2; exit 1; fi
 
+step "alimentar: keys for a publisher and a buyer; encrypt a dataset for the buyer, then sign it"
+printf 'publisher demo password\n' > "$out/publisher.pw"
+printf 'alice demo password\n' > "$out/alice.pw"
+"$bin/alimentar" keygen -o "$out/publisher.key" --password-file "$out/publisher.pw"
+"$bin/alimentar" keygen -o "$out/alice.key" --password-file "$out/alice.pw"
+mkdir -p "$out/trusted" && cp "$out/publisher.key.pub" "$out/trusted/"
+cp crates/envelope-core/tests/data/dataset_plain.ald "$out/data.ald"
+"$bin/alimentar" encrypt "$out/data.ald" --recipient "$out/alice.key.pub"
+"$bin/alimentar" sign "$out/data.ald" --key "$out/publisher.key" --password-file "$out/publisher.pw"
+"$bin/alimentar" verify "$out/data.ald" --trusted-keys "$out/trusted"
+"$bin/alimentar" info "$out/data.ald" --trusted-keys "$out/trusted"
+
+step "alimentar: the buyer decrypts it, after the signature is checked against the trusted keys"
+"$bin/alimentar" decrypt "$out/data.ald" --key "$out/alice.key" --password-file "$out/alice.pw" \
+  --trusted-keys "$out/trusted" -o "$out/data-plain.ald"
+"$bin/alimentar" info "$out/data-plain.ald"
+
+step "alimentar: one changed byte (with the CRC recomputed, as an attacker would) fails the signature"
+python3 - "$out/data.ald" <<'PY'
+import struct, sys, zlib
+path = sys.argv[1]
+data = bytearray(open(path, "rb").read())
+data[40] ^= 0x01  # a metadata byte
+data[-4:] = struct.pack("<I", zlib.crc32(bytes(data[:-4])))
+open(path, "wb").write(data)
+PY
+if "$bin/alimentar" verify "$out/data.ald" --trusted-keys "$out/trusted"; then
+  echo "expected SignatureInvalid" >&2; exit 1
+fi
+
 step "alimentar / apr: verify and inspect envelope files (header, flags, sections, CRC32)"
 "$bin/alimentar" info crates/envelope-core/tests/data/dataset_plain.ald
 "$bin/apr" inspect crates/envelope-core/tests/data/model_signed_licensed.apr --json
