@@ -26,6 +26,10 @@ pub const MIN_SEGMENT_SIZE: u32 = 1024;
 pub const MAX_SEGMENT_SIZE: u32 = 16 * 1024 * 1024;
 /// Largest segment counter (7 bytes).
 const MAX_COUNTER: u64 = (1 << 56) - 1;
+/// Streams at least this long are sealed and opened on two threads (feature `parallel`): below
+/// it, starting a thread costs more than it saves.
+#[cfg(all(feature = "parallel", not(target_arch = "wasm32")))]
+const PARALLEL_MIN: usize = 4 << 20;
 
 fn failed() -> Error {
     Error::DecryptionFailed(DecryptionFailure::Failed)
@@ -72,7 +76,9 @@ impl Stream<'_> {
         usize::try_from(self.segment_size).unwrap_or(usize::MAX)
     }
 
-    /// Encrypts `plaintext` into `out`, which must be exactly `ciphertext_len` bytes.
+    /// Encrypts `plaintext` into `out`, which must be exactly `ciphertext_len` bytes. Segments are
+    /// independent, so with the `parallel` feature (native only) a large stream is sealed on two
+    /// threads, each writing its own half of `out`; the bytes are the same either way.
     pub(crate) fn seal_into(&self, plaintext: &[u8], out: &mut [u8]) -> Result<()> {
         let expected = ciphertext_len(plaintext.len() as u64, self.segment_size);
         if expected != Some(out.len() as u64) {
@@ -80,21 +86,46 @@ impl Stream<'_> {
                 "STREAM output buffer has the wrong size",
             ));
         }
-        let segment = self.segment();
-        let count = plaintext.len().div_ceil(segment).max(1);
+        let count = plaintext.len().div_ceil(self.segment()).max(1);
         if count as u64 > MAX_COUNTER + 1 {
             return Err(Error::InvalidArgument("payload too large for one STREAM"));
         }
+        #[cfg(all(feature = "parallel", not(target_arch = "wasm32")))]
+        if plaintext.len() >= PARALLEL_MIN {
+            let half = count / 2;
+            let (first, second) = out.split_at_mut(half * (self.segment() + TAG_LEN));
+            return std::thread::scope(|scope| {
+                let other =
+                    scope.spawn(|| self.seal_segments(plaintext, second, half..count, count));
+                let mine = self.seal_segments(plaintext, first, 0..half, count);
+                let other = other
+                    .join()
+                    .map_err(|_| Error::InvalidArgument("a sealing thread panicked"))?;
+                mine.and(other)
+            });
+        }
+        self.seal_segments(plaintext, out, 0..count, count)
+    }
+
+    /// Seals segments `range` of the stream of `count` segments over `plaintext` into `out`,
+    /// which holds exactly those sealed segments.
+    fn seal_segments(
+        &self,
+        plaintext: &[u8],
+        out: &mut [u8],
+        range: std::ops::Range<usize>,
+        count: usize,
+    ) -> Result<()> {
+        let segment = self.segment();
         let mut rest = out;
-        for (index, counter) in (0..count).zip(0u64..) {
-            let start = index * segment;
-            let piece =
-                &plaintext[start.min(plaintext.len())..(start + segment).min(plaintext.len())];
+        for index in range {
+            let start = (index * segment).min(plaintext.len());
+            let piece = &plaintext[start..(start + segment).min(plaintext.len())];
             let (slot, tail) = rest.split_at_mut(piece.len() + TAG_LEN);
             rest = tail;
             let (body, tag_slot) = slot.split_at_mut(piece.len());
             body.copy_from_slice(piece);
-            let nonce = nonce(self.chunk, counter, index + 1 == count);
+            let nonce = nonce(self.chunk, index as u64, index + 1 == count);
             let tag = self
                 .cipher
                 .encrypt_in_place_detached(Nonce::from_slice(&nonce), self.aad, body)
@@ -104,35 +135,71 @@ impl Stream<'_> {
         Ok(())
     }
 
-    /// Decrypts a whole stream, each segment in place in the output (one copy of the bytes).
+    /// Decrypts a whole stream, each segment in place in the output (one copy of the bytes); on
+    /// two threads for a large stream with the `parallel` feature, like [`Stream::seal_into`].
     ///
     /// # Errors
     /// `DecryptionFailed` (`Failed`) if the length is impossible or any segment fails
     /// authentication (wrong key, tampering, truncation, reordering).
     pub(crate) fn open(&self, ciphertext: &[u8]) -> Result<Vec<u8>> {
         let plain = plaintext_len(ciphertext.len() as u64, self.segment_size).ok_or_else(failed)?;
-        let mut out = Vec::with_capacity(usize::try_from(plain).map_err(|_| failed())?);
+        let mut out = vec![0u8; usize::try_from(plain).map_err(|_| failed())?];
         let sealed = self.segment() + TAG_LEN;
         let count = ciphertext.len().div_ceil(sealed).max(1);
-        for (index, counter) in (0..count).zip(0u64..) {
+        #[cfg(all(feature = "parallel", not(target_arch = "wasm32")))]
+        let opened = if out.len() >= PARALLEL_MIN {
+            let half = count / 2;
+            let (first, second) = out.split_at_mut(half * self.segment());
+            std::thread::scope(|scope| {
+                let other =
+                    scope.spawn(|| self.open_segments(ciphertext, second, half..count, count));
+                let mine = self.open_segments(ciphertext, first, 0..half, count);
+                let other = other.join().unwrap_or(false);
+                mine && other
+            })
+        } else {
+            self.open_segments(ciphertext, &mut out, 0..count, count)
+        };
+        #[cfg(not(all(feature = "parallel", not(target_arch = "wasm32"))))]
+        let opened = self.open_segments(ciphertext, &mut out, 0..count, count);
+        if !opened {
+            // Nothing of a stream that failed anywhere is handed out.
+            zeroize::Zeroize::zeroize(&mut out);
+            return Err(failed());
+        }
+        Ok(out)
+    }
+
+    /// Opens segments `range` of the stream of `count` segments into `out`, which holds exactly
+    /// their plaintext. Returns whether every segment authenticated.
+    fn open_segments(
+        &self,
+        ciphertext: &[u8],
+        out: &mut [u8],
+        range: std::ops::Range<usize>,
+        count: usize,
+    ) -> bool {
+        let sealed = self.segment() + TAG_LEN;
+        let mut rest = out;
+        for index in range {
             let start = index * sealed;
             let slot = &ciphertext[start..(start + sealed).min(ciphertext.len())];
             let (body, tag) = slot.split_at(slot.len() - TAG_LEN);
-            let at = out.len();
-            out.extend_from_slice(body);
-            let nonce = nonce(self.chunk, counter, index + 1 == count);
+            let (target, tail) = rest.split_at_mut(body.len());
+            rest = tail;
+            target.copy_from_slice(body);
+            let nonce = nonce(self.chunk, index as u64, index + 1 == count);
             let opened = self.cipher.decrypt_in_place_detached(
                 Nonce::from_slice(&nonce),
                 self.aad,
-                &mut out[at..],
+                target,
                 Tag::from_slice(tag),
             );
             if opened.is_err() {
-                zeroize::Zeroize::zeroize(&mut out);
-                return Err(failed());
+                return false;
             }
         }
-        Ok(out)
+        true
     }
 
     /// Decrypts segment by segment, handing each authenticated plaintext segment to `sink` in
@@ -173,6 +240,42 @@ mod tests {
     use super::*;
     use aes_gcm::KeyInit;
     use proptest::prelude::*;
+
+    /// Streams above `PARALLEL_MIN` are sealed and opened on two threads: the bytes must be
+    /// exactly those of the one-thread path, and a tampered segment in either half must fail the
+    /// whole stream.
+    #[test]
+    fn large_streams_seal_and_open_identically_on_two_threads() {
+        let cipher = Aes256Gcm::new(&[9u8; 32].into());
+        let stream = Stream {
+            cipher: &cipher,
+            aad: b"aad",
+            segment_size: DEFAULT_SEGMENT_SIZE,
+            chunk: 3,
+        };
+        for len in [(4usize << 20) + 17, 5 << 20] {
+            let plaintext: Vec<u8> = (0..len).map(|i| u8::try_from(i % 251).unwrap()).collect();
+            let sealed_len =
+                usize::try_from(ciphertext_len(len as u64, DEFAULT_SEGMENT_SIZE).unwrap()).unwrap();
+            let mut two_threads = vec![0u8; sealed_len];
+            stream.seal_into(&plaintext, &mut two_threads).unwrap();
+            let mut one_thread = vec![0u8; sealed_len];
+            let count = len.div_ceil(usize::try_from(DEFAULT_SEGMENT_SIZE).unwrap());
+            stream
+                .seal_segments(&plaintext, &mut one_thread, 0..count, count)
+                .unwrap();
+            assert!(
+                two_threads == one_thread,
+                "sealed bytes differ at length {len}"
+            );
+            assert!(stream.open(&two_threads).unwrap() == plaintext);
+            for at in [100, sealed_len - 100] {
+                let mut tampered = two_threads.clone();
+                tampered[at] ^= 1;
+                assert!(stream.open(&tampered).is_err(), "tamper at {at} of {len}");
+            }
+        }
+    }
 
     #[test]
     fn lengths_match_the_documented_formula() {
