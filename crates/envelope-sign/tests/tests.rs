@@ -2,6 +2,8 @@
 //! properties, the trusted-key policy, key files, the tamper sweep over an encrypted and signed
 //! file, and interop with the independent Python implementation (`tests/python/crypto/`).
 
+mod fuzz_checks;
+
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
@@ -536,4 +538,26 @@ fn python_verifies_rust_signatures_and_rust_verifies_python_signatures() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert_eq!(output.stdout, b"a,b\n1,2\n3,4\n".repeat(8));
+}
+
+fn replay_fuzz_corpus(target: &str, check: fn(&[u8])) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(target);
+    let mut count = 0;
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        check(&std::fs::read(entry.unwrap().path()).unwrap());
+        count += 1;
+    }
+    assert!(count > 0, "empty corpus at {}", dir.display());
+}
+
+#[test]
+fn fuzz_corpus_crypto_parsers_replays_clean() {
+    replay_fuzz_corpus("crypto_parsers", fuzz_checks::crypto_parsers);
+}
+
+#[test]
+fn fuzz_corpus_key_file_replays_clean() {
+    replay_fuzz_corpus("key_file", fuzz_checks::key_file);
 }
