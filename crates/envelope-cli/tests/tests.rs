@@ -156,6 +156,12 @@ impl Workspace {
     }
 }
 
+/// The command failed with exit status 1 and a message containing `needle`.
+fn assert_fails_with(output: &Output, needle: &str) {
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(output));
+    assert!(stderr(output).contains(needle), "{}", stderr(output));
+}
+
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
@@ -190,12 +196,7 @@ fn keygen_sign_verify_and_the_trusted_key_policy() {
             &ws.path("trusted-alice"),
         ],
     );
-    assert_eq!(output.status.code(), Some(1));
-    assert!(
-        stderr(&output).contains("SignatureInvalid"),
-        "{}",
-        stderr(&output)
-    );
+    assert_fails_with(&output, "SignatureInvalid");
 
     let output = run(
         apr,
@@ -230,11 +231,9 @@ fn keygen_sign_verify_and_the_trusted_key_policy() {
             &ws.path("trusted-mallory"),
         ],
     );
-    assert_eq!(output.status.code(), Some(1));
-    assert!(
-        stderr(&output).contains("SignatureInvalid: signed by a key that is not trusted"),
-        "{}",
-        stderr(&output)
+    assert_fails_with(
+        &output,
+        "SignatureInvalid: signed by a key that is not trusted",
     );
 
     let output = run(
@@ -262,12 +261,7 @@ fn keygen_sign_verify_and_the_trusted_key_policy() {
         apr,
         &["sign", &model, "--key", &key, "--password-file", &wrong],
     );
-    assert_eq!(output.status.code(), Some(1));
-    assert!(
-        stderr(&output).contains("DecryptionFailed"),
-        "{}",
-        stderr(&output)
-    );
+    assert_fails_with(&output, "DecryptionFailed");
 }
 
 #[test]
@@ -285,12 +279,7 @@ fn unsigned_files_are_refused_when_a_signature_is_required() {
             &ws.path("trusted-alice"),
         ],
     );
-    assert_eq!(output.status.code(), Some(1));
-    assert!(
-        stderr(&output).contains("SignatureInvalid: the file is not signed"),
-        "{}",
-        stderr(&output)
-    );
+    assert_fails_with(&output, "SignatureInvalid: the file is not signed");
     let empty = ws.path("empty");
     std::fs::create_dir(&empty).unwrap();
     let output = run(
@@ -323,12 +312,7 @@ fn password_encryption_round_trips_and_a_wrong_password_fails() {
 
     let wrong = ws.write("wrong", b"guess\n");
     let output = run(alimentar, &["info", &file, "--password-file", &wrong]);
-    assert_eq!(output.status.code(), Some(1));
-    assert!(
-        stderr(&output).contains("DecryptionFailed: decryption failed"),
-        "{}",
-        stderr(&output)
-    );
+    assert_fails_with(&output, "DecryptionFailed: decryption failed");
 
     // The environment variable is a password source too; without any source and no terminal,
     // the command is a usage error.
@@ -341,12 +325,7 @@ fn password_encryption_round_trips_and_a_wrong_password_fails() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(std::fs::read(&out).unwrap(), original);
     let output = run_env(alimentar, &["decrypt", &file, "--password"], &[]);
-    assert_eq!(output.status.code(), Some(1));
-    assert!(
-        stderr(&output).contains("Usage: no password given"),
-        "{}",
-        stderr(&output)
-    );
+    assert_fails_with(&output, "Usage: no password given");
 
     // Without -o the file is replaced.
     let output = run(alimentar, &["decrypt", &file, "--password-file", &pw]);
@@ -380,12 +359,7 @@ fn multi_recipient_encryption_then_signing_and_every_recipient_decrypts() {
             &ws.path("trusted-alice"),
         ],
     );
-    assert_eq!(output.status.code(), Some(1));
-    assert!(
-        stderr(&output).contains("SignatureInvalid"),
-        "{}",
-        stderr(&output)
-    );
+    assert_fails_with(&output, "SignatureInvalid");
     let output = run(
         apr,
         &[
@@ -450,12 +424,7 @@ fn multi_recipient_encryption_then_signing_and_every_recipient_decrypts() {
             &ws.path("carol.pw"),
         ],
     );
-    assert_eq!(output.status.code(), Some(1));
-    assert!(
-        stderr(&output).contains("DecryptionFailed: not encrypted for this key"),
-        "{}",
-        stderr(&output)
-    );
+    assert_fails_with(&output, "DecryptionFailed: not encrypted for this key");
     let output = run(
         apr,
         &[
@@ -465,10 +434,5 @@ fn multi_recipient_encryption_then_signing_and_every_recipient_decrypts() {
             &ws.path("trusted-bob"),
         ],
     );
-    assert_eq!(output.status.code(), Some(1));
-    assert!(
-        stderr(&output).contains("SignatureInvalid"),
-        "{}",
-        stderr(&output)
-    );
+    assert_fails_with(&output, "SignatureInvalid");
 }
