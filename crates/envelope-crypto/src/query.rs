@@ -118,33 +118,18 @@ pub fn open_request(
 }
 
 #[cfg(test)]
+#[path = "../tests/common/counting_rng.rs"]
+mod counting_rng;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
-    struct Counter(u8);
-    impl rand_core::RngCore for Counter {
-        fn next_u32(&mut self) -> u32 {
-            rand_core::impls::next_u32_via_fill(self)
-        }
-        fn next_u64(&mut self) -> u64 {
-            rand_core::impls::next_u64_via_fill(self)
-        }
-        fn fill_bytes(&mut self, dest: &mut [u8]) {
-            for byte in dest {
-                self.0 = self.0.wrapping_add(1);
-                *byte = self.0;
-            }
-        }
-        fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
-            self.fill_bytes(dest);
-            Ok(())
-        }
-    }
-    impl rand_core::CryptoRng for Counter {}
+    use super::counting_rng::CountingRng;
 
     #[test]
     fn request_and_response_round_trip_and_tampering_fails() {
-        let mut rng = Counter(0);
+        let mut rng = CountingRng(1);
         let owner = RecipientSecretKey::generate(&mut rng);
         let user = RecipientSecretKey::generate(&mut rng);
         let request = seal_request(

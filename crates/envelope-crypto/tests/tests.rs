@@ -10,35 +10,14 @@ use envelope_core::{
     Signal,
 };
 use envelope_crypto::{
-    Argon2Params, CryptoRng, DecryptionKey, Decryptor, EncryptOptions, EncryptTo, Password,
-    RecipientPublicKey, RecipientSecretKey, RngCore, encrypt,
+    Argon2Params, DecryptionKey, Decryptor, EncryptOptions, EncryptTo, Password,
+    RecipientPublicKey, RecipientSecretKey, encrypt,
 };
 use proptest::prelude::*;
 
-/// A test RNG that returns the bytes `start, start + 1, ...` (wrapping). The known-answer vectors
-/// are made with it, so that an independent implementation can redo every draw (tests/data/README.md).
-/// It is predictable by design and only ever used in tests.
-struct CountingRng(u8);
-
-impl RngCore for CountingRng {
-    fn next_u32(&mut self) -> u32 {
-        rand_core::impls::next_u32_via_fill(self)
-    }
-    fn next_u64(&mut self) -> u64 {
-        rand_core::impls::next_u64_via_fill(self)
-    }
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        for byte in dest {
-            *byte = self.0;
-            self.0 = self.0.wrapping_add(1);
-        }
-    }
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
-        self.fill_bytes(dest);
-        Ok(())
-    }
-}
-impl CryptoRng for CountingRng {}
+#[path = "common/counting_rng.rs"]
+mod counting_rng;
+use counting_rng::CountingRng;
 
 const KAT_PASSWORD: &str = "correct horse battery staple";
 const KAT_SEGMENT: u32 = 1024;

@@ -11,36 +11,16 @@ use envelope_core::{
     Compression, Envelope, EnvelopeParts, Error, Format, Payload, Section, Signal, SignatureFailure,
 };
 use envelope_crypto::{
-    Argon2Params, CryptoRng, DecryptionKey, Decryptor, EncryptOptions, EncryptTo, Password,
-    RngCore, encrypt,
+    Argon2Params, DecryptionKey, Decryptor, EncryptOptions, EncryptTo, Password, encrypt,
 };
 use envelope_sign::{
     Identity, Policy, PublicKeyFile, SigningKey, SigningPublicKey, TrustedKeys, sign, verify,
 };
 use proptest::prelude::*;
 
-/// Returns the bytes `start, start + 1, ...` (wrapping): a predictable RNG for vectors only.
-struct CountingRng(u8);
-
-impl RngCore for CountingRng {
-    fn next_u32(&mut self) -> u32 {
-        rand_core::impls::next_u32_via_fill(self)
-    }
-    fn next_u64(&mut self) -> u64 {
-        rand_core::impls::next_u64_via_fill(self)
-    }
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        for byte in dest {
-            *byte = self.0;
-            self.0 = self.0.wrapping_add(1);
-        }
-    }
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
-        self.fill_bytes(dest);
-        Ok(())
-    }
-}
-impl CryptoRng for CountingRng {}
+#[path = "../../envelope-crypto/tests/common/counting_rng.rs"]
+mod counting_rng;
+use counting_rng::CountingRng;
 
 const CHEAP: Argon2Params = Argon2Params {
     m_cost_kib: 1024,

@@ -176,38 +176,12 @@ fn publisher() -> Identity {
     Identity::from_seed([0x5e; 32])
 }
 
-/// A deterministic byte generator (a counter) standing in for a CSPRNG, so that both sides
-/// build their samples without any source of randomness (the wasm module imports nothing). It
-/// claims `CryptoRng` only because the encryption API requires one; test harness only.
-struct TestRng(u8);
-
-impl envelope_crypto::RngCore for TestRng {
-    fn next_u32(&mut self) -> u32 {
-        let mut bytes = [0u8; 4];
-        self.fill_bytes(&mut bytes);
-        u32::from_le_bytes(bytes)
-    }
-    fn next_u64(&mut self) -> u64 {
-        let mut bytes = [0u8; 8];
-        self.fill_bytes(&mut bytes);
-        u64::from_le_bytes(bytes)
-    }
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        for byte in dest {
-            *byte = self.0;
-            self.0 = self.0.wrapping_add(1);
-        }
-    }
-    fn try_fill_bytes(
-        &mut self,
-        dest: &mut [u8],
-    ) -> core::result::Result<(), envelope_crypto::rand_core::Error> {
-        self.fill_bytes(dest);
-        Ok(())
-    }
-}
-
-impl envelope_crypto::CryptoRng for TestRng {}
+// A deterministic byte generator standing in for a CSPRNG, so that both sides build their
+// samples without any source of randomness (the wasm module imports nothing): the tests' shared
+// counting RNG.
+#[path = "../../../crates/envelope-crypto/tests/common/counting_rng.rs"]
+mod counting_rng;
+use counting_rng::CountingRng as TestRng;
 
 /// Number of samples.
 #[must_use]
