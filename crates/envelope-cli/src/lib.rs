@@ -7,7 +7,9 @@
 
 #![allow(clippy::print_stdout, reason = "a CLI prints its results")]
 
+pub mod dataset;
 pub mod inspect;
+pub mod model;
 pub mod security;
 
 use std::process::ExitCode;

@@ -1,0 +1,1 @@
+//! The `.ald` dataset format.

@@ -1,0 +1,1 @@
+//! The `.apr` model format.

@@ -1,0 +1,1 @@
+//! `alimentar` dataset commands (convert, head, schema, ...).

@@ -1,0 +1,1 @@
+//! `apr` model commands (import, quantize, export, ...).

@@ -1,0 +1,1 @@
+//! The license block of `.ald` datasets and `.apr` models, and commercial packaging.
