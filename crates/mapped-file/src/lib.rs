@@ -1,0 +1,225 @@
+//! A read-only view of a whole file, memory-mapped natively: the one place the workspace's native
+//! readers (`.fold` chunks, `.ald` streaming datasets, `.apr` models, zero-copy tensors) get
+//! `mmap`, behind a safe API.
+//!
+//! Mapping lets a reader open a multi-gigabyte file in microseconds, touch only the pages it
+//! reads, and hash or hand out bytes straight from the page cache without a copy.
+//!
+//! # What is guaranteed, and what is not
+//!
+//! Creating a mapping is `unsafe` in Rust because the bytes behind a `&[u8]` are supposed never to
+//! change, and the operating system cannot promise that for a file: another process may write to
+//! it or truncate it while it is mapped. This crate's position, which every caller inherits:
+//!
+//! - **Files written by this workspace never change under a mapping.** Every writer in the
+//!   workspace (`envelope_core::fs::write_atomic`, fold's writer) writes a new temporary file and
+//!   renames it over the old name. A mapping holds the old inode, whose bytes stay exactly as they
+//!   were until the mapping is dropped. Re-opening sees the new file.
+//! - **A file modified in place by another program while mapped** may show the change through the
+//!   slice. Our readers contain no `unsafe` that relies on byte *values* (bounds, alignment and
+//!   sizes are checked on offsets and lengths the reader holds, and every typed view is checked
+//!   once against the slice's real length), so the consequence is wrong or inconsistent data, or a
+//!   failed checksum: never a read outside the mapping. Callers that cannot rule out concurrent
+//!   writers should open with [`Mode::Copy`], which reads the file into memory once.
+//! - **A file truncated by another program while mapped** makes the kernel deliver `SIGBUS` when a
+//!   page past the new end is touched, which terminates the process (the behaviour of every mmap
+//!   reader: numpy, safetensors, SQLite). It is not caught: a handler could only turn it into a
+//!   different crash. [`Mode::Copy`] avoids it.
+//! - The mapping is private and read-only (`MAP_PRIVATE`, `PROT_READ`): nothing we do writes to
+//!   the file.
+//!
+//! On wasm32 this crate is empty: browsers have no files to map, and the format crates read from a
+//! byte slice instead.
+
+#![cfg_attr(target_arch = "wasm32", allow(unused))]
+
+#[cfg(not(target_arch = "wasm32"))]
+mod native {
+    use std::fs::File;
+    use std::io::Read as _;
+    use std::ops::{Deref, Range};
+    use std::path::Path;
+
+    /// How [`MappedFile::open_with`] gets the bytes.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum Mode {
+        /// Map the file (the default): O(1) to open, pages are read as they are touched.
+        #[default]
+        Map,
+        /// Read the whole file into memory once: immune to concurrent writers and truncation, at
+        /// the cost of reading everything up front.
+        Copy,
+    }
+
+    enum Bytes {
+        Mapped(memmap2::Mmap),
+        Owned(Vec<u8>),
+    }
+
+    /// The bytes of a file, mapped or read. Dereferences to `[u8]`.
+    pub struct MappedFile {
+        bytes: Bytes,
+    }
+
+    impl std::fmt::Debug for MappedFile {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("MappedFile")
+                .field("len", &self.len())
+                .field("mapped", &self.is_mapped())
+                .finish()
+        }
+    }
+
+    impl MappedFile {
+        /// Maps `path` read-only.
+        ///
+        /// # Errors
+        /// Whatever opening or mapping the file reports.
+        pub fn open(path: impl AsRef<Path>) -> std::io::Result<Self> {
+            Self::open_with(path, Mode::Map)
+        }
+
+        /// Opens `path` with the given [`Mode`]. An empty file is never mapped (a zero-length
+        /// mapping is an error on some systems); it is an empty slice.
+        ///
+        /// # Errors
+        /// Whatever opening, reading or mapping the file reports.
+        pub fn open_with(path: impl AsRef<Path>, mode: Mode) -> std::io::Result<Self> {
+            let file = File::open(path)?;
+            Self::from_file(&file, mode)
+        }
+
+        /// The bytes of an open file, with the given [`Mode`].
+        ///
+        /// # Errors
+        /// Whatever reading or mapping the file reports.
+        #[allow(unsafe_code, reason = "the crate's one mmap call; see SAFETY below")]
+        pub fn from_file(file: &File, mode: Mode) -> std::io::Result<Self> {
+            let len = file.metadata()?.len();
+            if len == 0 || mode == Mode::Copy {
+                let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+                (&*file).read_to_end(&mut bytes)?;
+                return Ok(Self {
+                    bytes: Bytes::Owned(bytes),
+                });
+            }
+            // SAFETY: `Mmap::map` is unsafe because the mapped bytes can change or vanish if
+            // another process modifies or truncates the file while it is mapped. The crate docs
+            // state the policy: the workspace's writers only ever rename new files into place (the
+            // mapped inode is never modified), readers hold no `unsafe` that depends on byte
+            // values, and truncation by a foreign process ends in SIGBUS rather than a read
+            // outside the mapping. The mapping is read-only and private. Exercised by the tests
+            // `maps_and_reads_back` and `replaced_file_keeps_old_bytes`.
+            let map = unsafe { memmap2::MmapOptions::new().map(file)? };
+            Ok(Self {
+                bytes: Bytes::Mapped(map),
+            })
+        }
+
+        /// Whether the bytes are a memory map (false for [`Mode::Copy`] and empty files).
+        #[must_use]
+        pub fn is_mapped(&self) -> bool {
+            matches!(self.bytes, Bytes::Mapped(_))
+        }
+
+        /// Tells the kernel the pages of `range` will be needed soon (`madvise(WILLNEED)`), so
+        /// they are read ahead in the background. A hint: out-of-range parts are ignored, and
+        /// failures are silent because nothing depends on it.
+        pub fn advise_willneed(&self, range: Range<usize>) {
+            if let Bytes::Mapped(map) = &self.bytes {
+                let end = range.end.min(map.len());
+                if range.start < end {
+                    let _ =
+                        map.advise_range(memmap2::Advice::WillNeed, range.start, end - range.start);
+                }
+            }
+        }
+
+        /// Tells the kernel the whole file will be read front to back (`madvise(SEQUENTIAL)`),
+        /// which doubles read-ahead. A hint, like [`MappedFile::advise_willneed`].
+        pub fn advise_sequential(&self) {
+            if let Bytes::Mapped(map) = &self.bytes {
+                let _ = map.advise(memmap2::Advice::Sequential);
+            }
+        }
+    }
+
+    impl Deref for MappedFile {
+        type Target = [u8];
+
+        fn deref(&self) -> &[u8] {
+            match &self.bytes {
+                Bytes::Mapped(map) => map,
+                Bytes::Owned(bytes) => bytes,
+            }
+        }
+    }
+
+    impl AsRef<[u8]> for MappedFile {
+        fn as_ref(&self) -> &[u8] {
+            self
+        }
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+pub use native::{MappedFile, Mode};
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+
+    fn file_with(bytes: &[u8]) -> tempfile::NamedTempFile {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(bytes).unwrap();
+        file.flush().unwrap();
+        file
+    }
+
+    #[test]
+    fn maps_and_reads_back() {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let file = file_with(&data);
+        let mapped = MappedFile::open(file.path()).unwrap();
+        assert!(mapped.is_mapped());
+        assert_eq!(&*mapped, &data[..]);
+        mapped.advise_willneed(10..20_000);
+        mapped.advise_willneed(99_000..200_000); // past the end: ignored
+        mapped.advise_sequential();
+        assert_eq!(mapped.as_ref()[12_345], data[12_345]);
+        let copied = MappedFile::open_with(file.path(), Mode::Copy).unwrap();
+        assert!(!copied.is_mapped());
+        assert_eq!(&*copied, &data[..]);
+    }
+
+    #[test]
+    fn empty_file_is_an_empty_slice() {
+        let file = file_with(b"");
+        let mapped = MappedFile::open(file.path()).unwrap();
+        assert!(mapped.is_empty());
+        assert!(!mapped.is_mapped());
+    }
+
+    #[test]
+    fn missing_file_is_an_io_error() {
+        let error = MappedFile::open("/nonexistent/definitely/not/here").unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::NotFound);
+    }
+
+    /// The policy the crate relies on: replacing a file by rename (as every writer here does)
+    /// leaves an existing mapping on the old bytes.
+    #[test]
+    fn replaced_file_keeps_old_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data.bin");
+        std::fs::write(&path, vec![1u8; 8192]).unwrap();
+        let mapped = MappedFile::open(&path).unwrap();
+        let replacement = dir.path().join("data.tmp");
+        std::fs::write(&replacement, vec![2u8; 4096]).unwrap();
+        std::fs::rename(&replacement, &path).unwrap();
+        assert_eq!(mapped.len(), 8192);
+        assert!(mapped.iter().all(|&b| b == 1));
+        assert!(MappedFile::open(&path).unwrap().iter().all(|&b| b == 2));
+    }
+}
