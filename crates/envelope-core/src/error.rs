@@ -217,6 +217,15 @@ pub enum FormatError {
         /// Number of chunks.
         count: u64,
     },
+    /// A framed block that a higher layer owns (for example the license block) breaks its own
+    /// layout rules.
+    #[error("{section} is malformed: {reason}")]
+    MalformedBlock {
+        /// The block.
+        section: Section,
+        /// Which rule was broken (a fixed sentence from the block's documentation).
+        reason: &'static str,
+    },
     /// A compressed stream is corrupt or decodes to a size other than the declared one.
     #[error("{compression} data in {section}: {failure}")]
     Decompression {
