@@ -10,17 +10,49 @@
 //! for `.apr`. Item ranges are contiguous, like byte ranges, so the item a caller wants is found by
 //! binary search.
 //!
+//! Checksums let a reader open a STREAMING file without reading all of it
+//! ([`Envelope::parse_lazy`](crate::Envelope::parse_lazy)): each entry carries the CRC-32C
+//! (Castagnoli) of its chunk's stored bytes, and the body ends with `prefix_crc32c`, the CRC-32C of
+//! every file byte from the header to just before that field (with the SIGNED and LICENSED flags cleared, because those
+//! blocks are appended after the file is written, as for the encryption's associated data). An
+//! encrypted file's entries hold zero instead: AES-GCM authenticates each chunk, and the ciphertext
+//! cannot be known before the index it authenticates. CRC-32C rather than the trailer's CRC-32:
+//! with the same polynomial, a file cut right after `prefix_crc32c` would end in a valid trailer.
+//!
 //! Body layout (little-endian): `payload_size u64 | uncompressed_size u64 | chunk_count u32`, then
-//! `chunk_count` entries of five u64: `stored_offset`, `stored_size`, `uncompressed_size`,
-//! `first_item`, `item_count`.
+//! `chunk_count` entries of five u64 and a u32: `stored_offset`, `stored_size`,
+//! `uncompressed_size`, `first_item`, `item_count`, `stored_crc32c`; then `prefix_crc32c u32`.
 
 use crate::error::{FormatError, Result, Section};
+use crate::header::Flags;
+
+/// Offset of the flags byte in the header.
+const FLAGS_OFFSET: usize = 21;
+
+/// CRC-32C of `prefix` (file bytes from offset 0) with the SIGNED and LICENSED bits of the flags
+/// byte cleared: the value of `prefix_crc32c`.
+pub(crate) fn masked_prefix_crc32c(prefix: &[u8]) -> u32 {
+    match prefix.split_at_checked(FLAGS_OFFSET) {
+        Some((head, [flags, tail @ ..])) => {
+            let crc = crc32c::crc32c(head);
+            let crc = crc32c::crc32c_append(
+                crc,
+                &[flags & !(Flags::SIGNED.bits() | Flags::LICENSED.bits())],
+            );
+            crc32c::crc32c_append(crc, tail)
+        }
+        _ => crc32c::crc32c(prefix),
+    }
+}
 
 /// Bytes before the first entry.
 pub const CHUNK_INDEX_PREFIX_LEN: usize = 20;
 
 /// Bytes per entry.
-pub const CHUNK_ENTRY_LEN: usize = 40;
+pub const CHUNK_ENTRY_LEN: usize = 44;
+
+/// Bytes after the last entry (`prefix_crc32c`).
+pub const CHUNK_INDEX_SUFFIX_LEN: usize = 4;
 
 /// One chunk of a STREAMING payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -35,6 +67,8 @@ pub struct ChunkEntry {
     pub first_item: u64,
     /// Number of items in the chunk.
     pub item_count: u64,
+    /// CRC-32C of the chunk's stored bytes; zero in an encrypted file.
+    pub stored_crc32c: u32,
 }
 
 impl ChunkEntry {
@@ -53,13 +87,16 @@ pub struct ChunkIndex {
     payload_size: u64,
     uncompressed_size: u64,
     item_count: u64,
+    prefix_crc32c: u32,
 }
 
 /// The sizes of one chunk as a writer knows them: `(stored_size, uncompressed_size, item_count)`.
 pub type ChunkSizes = (u64, u64, u64);
 
 impl ChunkIndex {
-    /// Builds the index of consecutive chunks from their sizes, computing offsets and totals.
+    /// Builds the index of consecutive chunks from their sizes, computing offsets and totals. The
+    /// chunk checksums are zero; writers fill them from the stored bytes (see
+    /// [`ChunkIndex::set_stored_crc32c`]).
     ///
     /// # Errors
     /// `InvalidFormat` if the totals overflow a u64.
@@ -72,6 +109,7 @@ impl ChunkIndex {
                 uncompressed_size,
                 first_item: index.item_count,
                 item_count,
+                stored_crc32c: 0,
             };
             index.push(entry)?;
         }
@@ -111,7 +149,8 @@ impl ChunkIndex {
         let declared_uncompressed = cursor.u64()?;
         let count = cursor.u32()?;
         // The count is untrusted: compare it with the bytes present before allocating.
-        let needed = CHUNK_INDEX_PREFIX_LEN as u64 + u64::from(count) * CHUNK_ENTRY_LEN as u64;
+        let needed = (CHUNK_INDEX_PREFIX_LEN + CHUNK_INDEX_SUFFIX_LEN) as u64
+            + u64::from(count) * CHUNK_ENTRY_LEN as u64;
         if needed != body.len() as u64 {
             return Err(FormatError::SizeMismatch {
                 what: "chunk index length for its chunk_count",
@@ -131,6 +170,7 @@ impl ChunkIndex {
                 uncompressed_size: cursor.u64()?,
                 first_item: cursor.u64()?,
                 item_count: cursor.u64()?,
+                stored_crc32c: cursor.u32()?,
             };
             let contiguity = [
                 ("stored_offset", index.payload_size, entry.stored_offset),
@@ -149,6 +189,7 @@ impl ChunkIndex {
             }
             index.push(entry)?;
         }
+        index.prefix_crc32c = cursor.u32()?;
         let totals = [
             (
                 "chunk index payload_size",
@@ -199,14 +240,39 @@ impl ChunkIndex {
             ] {
                 out.extend_from_slice(&value.to_le_bytes());
             }
+            out.extend_from_slice(&entry.stored_crc32c.to_le_bytes());
         }
+        out.extend_from_slice(&self.prefix_crc32c.to_le_bytes());
         Ok(out)
     }
 
     /// Length of the encoded body.
     #[must_use]
     pub fn encoded_len(&self) -> usize {
-        CHUNK_INDEX_PREFIX_LEN + self.entries.len() * CHUNK_ENTRY_LEN
+        CHUNK_INDEX_PREFIX_LEN + self.entries.len() * CHUNK_ENTRY_LEN + CHUNK_INDEX_SUFFIX_LEN
+    }
+
+    /// Sets the CRC-32C of chunk `chunk`'s stored bytes.
+    ///
+    /// # Errors
+    /// `InvalidFormat` (`NoSuchChunk`) if there is no such chunk.
+    pub fn set_stored_crc32c(&mut self, chunk: usize, crc: u32) -> Result<()> {
+        let count = self.entries.len() as u64;
+        let entry = self
+            .entries
+            .get_mut(chunk)
+            .ok_or(FormatError::NoSuchChunk {
+                chunk: chunk as u64,
+                count,
+            })?;
+        entry.stored_crc32c = crc;
+        Ok(())
+    }
+
+    /// The `prefix_crc32c` field as parsed (writers compute it while writing the file).
+    #[must_use]
+    pub fn prefix_crc32c(&self) -> u32 {
+        self.prefix_crc32c
     }
 
     /// The chunks in order.
@@ -348,6 +414,7 @@ mod tests {
     fn chunk_count_larger_than_the_body_is_refused_before_allocating() {
         let mut body = ChunkIndex::default().encode().unwrap();
         body[16..20].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(body.len(), 24);
         assert!(matches!(
             ChunkIndex::parse(&body),
             Err(Error::InvalidFormat(FormatError::SizeMismatch { .. }))

@@ -22,6 +22,8 @@ pub struct Envelope<B> {
     bytes: B,
     layout: Layout,
     chunk_index: Option<ChunkIndex>,
+    /// Opened by [`Envelope::parse_lazy`]: the payload is verified chunk by chunk as it is read.
+    lazy: bool,
 }
 
 impl<B: AsRef<[u8]>> Envelope<B> {
@@ -63,12 +65,61 @@ impl<B: AsRef<[u8]>> Envelope<B> {
         Ok(Self::from_walk(bytes, layout, chunk_index))
     }
 
+    /// Opens `bytes` as a file of `format` reading only what precedes the payload, so that opening
+    /// a STREAMING file of any size, mapped from disk, costs time proportional to its header and
+    /// chunk index.
+    ///
+    /// For a STREAMING file the whole-file CRC32 is not computed. Instead the chunk index's
+    /// `prefix_crc32c` is checked over every byte before it (header, metadata, schema, tensor index
+    /// and the index itself), and [`Envelope::chunk`], [`Envelope::decode_chunk`] and
+    /// [`Envelope::decode_payload`] check each chunk's own CRC-32C before handing it out (an
+    /// encrypted file's chunks are authenticated by AES-GCM instead). The signature and license
+    /// blocks after the payload are bounds-checked but covered only by the signature; callers
+    /// that act on a license verify it (`envelope-sign`), which reads every byte.
+    /// [`Envelope::verify_checksum`] computes the whole-file CRC32 on demand.
+    ///
+    /// A file without the STREAMING flag is verified exactly as by [`Envelope::parse`].
+    ///
+    /// # Errors
+    /// As [`Envelope::parse`], with `ChecksumMismatch` reporting the prefix CRC32 for STREAMING
+    /// files.
+    pub fn parse_lazy(bytes: B, format: Format) -> Result<Self> {
+        let (layout, chunk_index, lazy) = crate::layout::walk_lazy(bytes.as_ref(), Some(format))?;
+        Ok(Self {
+            lazy,
+            ..Self::from_walk(bytes, layout, chunk_index)
+        })
+    }
+
+    /// Whether the whole-file CRC32 has been checked ([`Envelope::parse`], or a non-STREAMING file
+    /// given to [`Envelope::parse_lazy`]). When false, chunks are checked as they are read.
+    #[must_use]
+    pub fn is_fully_verified(&self) -> bool {
+        !self.lazy
+    }
+
+    /// Computes the whole-file CRC32 and compares it with the trailer.
+    ///
+    /// # Errors
+    /// `ChecksumMismatch` if they differ.
+    pub fn verify_checksum(&self) -> Result<()> {
+        let bytes = self.bytes.as_ref();
+        let end = to_usize(self.layout.checksum_offset());
+        let computed = crc32fast::hash(&bytes[..end]);
+        let stored = self.layout.checksum();
+        if computed != stored {
+            return Err(Error::ChecksumMismatch { stored, computed });
+        }
+        Ok(())
+    }
+
     /// Wraps bytes that a walk over exactly these bytes has verified.
     pub(crate) fn from_walk(bytes: B, layout: Layout, chunk_index: Option<ChunkIndex>) -> Self {
         Self {
             bytes,
             layout,
             chunk_index,
+            lazy: false,
         }
     }
 
@@ -162,10 +213,12 @@ impl<B: AsRef<[u8]>> Envelope<B> {
         }
     }
 
-    /// The stored bytes of chunk `chunk` of a STREAMING file.
+    /// The stored bytes of chunk `chunk` of a STREAMING file (checked against the chunk's CRC-32C in
+    /// an unencrypted file opened with [`Envelope::parse_lazy`]).
     ///
     /// # Errors
-    /// `InvalidFormat` if the file is not STREAMING or has no such chunk.
+    /// `InvalidFormat` if the file is not STREAMING or has no such chunk; `ChecksumMismatch` if a
+    /// lazily opened chunk does not match its CRC-32C.
     pub fn chunk(&self, chunk: usize) -> Result<&[u8]> {
         let index = self.chunk_index.as_ref().ok_or(FormatError::Inconsistent {
             reason: "chunks were requested from a file without the STREAMING flag",
@@ -179,7 +232,17 @@ impl<B: AsRef<[u8]>> Envelope<B> {
             offset: payload.offset + entry.stored_offset,
             len: entry.stored_size,
         };
-        Ok(&self.bytes.as_ref()[to_range(span)])
+        let stored = &self.bytes.as_ref()[to_range(span)];
+        if self.lazy && !self.header().flags().contains(Flags::ENCRYPTED) {
+            let computed = crc32c::crc32c(stored);
+            if computed != entry.stored_crc32c {
+                return Err(Error::ChecksumMismatch {
+                    stored: entry.stored_crc32c,
+                    computed,
+                });
+            }
+        }
+        Ok(stored)
     }
 
     /// Decompresses chunk `chunk` of an unencrypted STREAMING file.
@@ -211,6 +274,15 @@ impl<B: AsRef<[u8]>> Envelope<B> {
     pub fn decode_payload(&self) -> Result<Cow<'_, [u8]>> {
         self.refuse_encrypted()?;
         let compression = self.header().compression();
+        // Compressed chunks are checked by `decode_chunk` below; stored ones here.
+        if self.lazy
+            && compression == crate::Compression::None
+            && let Some(index) = &self.chunk_index
+        {
+            for chunk in 0..index.len() {
+                self.chunk(chunk)?;
+            }
+        }
         let Some(index) = self
             .chunk_index
             .as_ref()

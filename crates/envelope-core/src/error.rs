@@ -398,6 +398,16 @@ pub enum Error {
     /// The caller passed arguments that cannot work together.
     #[error("Usage: {0}")]
     InvalidArgument(&'static str),
+    /// A tensor cannot be written in another format as it is (001 §6.2.9 `ExportFailed`).
+    #[error("Usage: ExportFailed: tensor {tensor:?} cannot be written as {target}: {reason}")]
+    ExportFailed {
+        /// The target format (`"GGUF"`, `"SafeTensors"`).
+        target: &'static str,
+        /// The tensor's name.
+        tensor: String,
+        /// Which rule of the target it breaks.
+        reason: &'static str,
+    },
     /// The operating system reported an error.
     #[error("Io: {0}")]
     Io(#[from] std::io::Error),
@@ -420,7 +430,8 @@ impl Error {
             Self::QuantizationCorrupt { .. } => Signal::QuantizationCorrupt,
             Self::SectionTooLarge { .. }
             | Self::FeatureDisabled { .. }
-            | Self::InvalidArgument(_) => Signal::Usage,
+            | Self::InvalidArgument(_)
+            | Self::ExportFailed { .. } => Signal::Usage,
             Self::Io(_) => Signal::Io,
         }
     }

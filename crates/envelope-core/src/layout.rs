@@ -11,7 +11,7 @@
 //! the remaining header rules, then every section's bounds against the bytes actually present, the
 //! chunk index's consistency with the header, and that nothing follows the last section.
 
-use crate::chunk_index::ChunkIndex;
+use crate::chunk_index::{ChunkIndex, masked_prefix_crc32c};
 use crate::error::{Error, FormatError, Result, Section};
 use crate::header::{CHECKSUM_LEN, Compression, DeclaredSize, Flags, Format, HEADER_LEN, Header};
 
@@ -167,24 +167,8 @@ pub(crate) fn walk(
     source: &mut impl ByteSource,
     expected: Option<Format>,
 ) -> Result<(Layout, Option<ChunkIndex>)> {
+    let (head, head_len) = identify_head(source, expected)?;
     let file_len = source.len();
-    let mut head = [0u8; HEADER_LEN];
-    let head_len = usize::try_from(file_len.min(HEADER_LEN as u64)).unwrap_or(HEADER_LEN);
-    source.read_exact_at(0, &mut head[..head_len])?;
-    let head = &head[..head_len];
-
-    // 1. Magic (and the format the caller wants), 2. version.
-    if let (Some(expected), Some(magic)) = (expected, head.get(..4)) {
-        let found = Format::from_magic([magic[0], magic[1], magic[2], magic[3]]);
-        if let Some(found) = found.filter(|found| *found != expected) {
-            return Err(FormatError::WrongFormat { expected, found }.into());
-        }
-    }
-    crate::header::identify(head)?;
-    let minimum = (HEADER_LEN + CHECKSUM_LEN) as u64;
-    if file_len < minimum {
-        return Err(Error::truncated(Section::Header, 0, minimum, file_len));
-    }
 
     // 3. Checksum, before any other field is trusted.
     let checksum_offset = file_len - CHECKSUM_LEN as u64;
@@ -197,7 +181,109 @@ pub(crate) fn walk(
     }
 
     // 4. Every other header rule, then the sections.
-    let header = Header::parse(head)?;
+    let header = Header::parse(&head[..head_len])?;
+    walk_sections(source, header, stored, true)
+}
+
+/// Steps 1-2 of the walk (magic, the caller's format, version) and the minimum length: the
+/// header's bytes (fewer than 32 only if the file is shorter, which then fails here).
+fn identify_head(
+    source: &mut impl ByteSource,
+    expected: Option<Format>,
+) -> Result<([u8; HEADER_LEN], usize)> {
+    let file_len = source.len();
+    let mut head = [0u8; HEADER_LEN];
+    let head_len = usize::try_from(file_len.min(HEADER_LEN as u64)).unwrap_or(HEADER_LEN);
+    source.read_exact_at(0, &mut head[..head_len])?;
+    if let (Some(expected), Some(magic)) = (expected, head[..head_len].get(..4)) {
+        let found = Format::from_magic([magic[0], magic[1], magic[2], magic[3]]);
+        if let Some(found) = found.filter(|found| *found != expected) {
+            return Err(FormatError::WrongFormat { expected, found }.into());
+        }
+    }
+    crate::header::identify(&head[..head_len])?;
+    let minimum = (HEADER_LEN + CHECKSUM_LEN) as u64;
+    if file_len < minimum {
+        return Err(Error::truncated(Section::Header, 0, minimum, file_len));
+    }
+    Ok((head, head_len))
+}
+
+/// The lazy walk of a STREAMING file (`Envelope::parse_lazy`): instead of the whole-file CRC32,
+/// the chunk index's `prefix_crc32c` is checked over the bytes before it, which is all that is
+/// interpreted; chunks are checked one by one when read. Returns `lazy = false` (after the full
+/// walk) for a file without the STREAMING flag.
+pub(crate) fn walk_lazy(
+    bytes: &[u8],
+    expected: Option<Format>,
+) -> Result<(Layout, Option<ChunkIndex>, bool)> {
+    let mut source = bytes;
+    let (head, _) = identify_head(&mut source, expected)?;
+    let raw_flags = head[21];
+    if raw_flags & Flags::STREAMING.bits() == 0 {
+        return walk(&mut source, expected).map(|(layout, index)| (layout, index, false));
+    }
+    // Locate the chunk index from the raw size fields alone; nothing found on the way is used
+    // unless the prefix CRC-32C below matches.
+    let format =
+        Format::from_magic([head[0], head[1], head[2], head[3]]).unwrap_or(Format::Dataset);
+    let metadata_size = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
+    let schema_size = match format {
+        Format::Dataset => u16::from_le_bytes([head[22], head[23]]),
+        Format::Model => 0,
+    };
+    let checksum_offset = ByteSource::len(&source) - CHECKSUM_LEN as u64;
+    let mut walker = Walker {
+        source: &mut source,
+        at: HEADER_LEN as u64,
+        end: checksum_offset,
+    };
+    walker.fixed(Section::Metadata, u64::from(metadata_size))?;
+    walker.fixed(Section::Schema, u64::from(schema_size))?;
+    walker.framed_if(
+        raw_flags & Flags::TRUENO_NATIVE.bits() != 0,
+        Section::TensorIndex,
+    )?;
+    let index = walker
+        .framed_if(true, Section::ChunkIndex)?
+        .unwrap_or_default();
+    if index.len < crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN as u64 {
+        return Err(Error::truncated(
+            Section::ChunkIndex,
+            index.offset,
+            crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN as u64,
+            index.len,
+        ));
+    }
+    let field = usize::try_from(index.end() - crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN as u64)
+        .map_err(|_| Error::InvalidArgument("chunk index beyond memory"))?;
+    let stored = u32::from_le_bytes([
+        bytes[field],
+        bytes[field + 1],
+        bytes[field + 2],
+        bytes[field + 3],
+    ]);
+    let computed = masked_prefix_crc32c(&bytes[..field]);
+    if stored != computed {
+        return Err(Error::ChecksumMismatch { stored, computed });
+    }
+    let header = Header::parse(&head)?;
+    let trailer = &bytes[bytes.len() - CHECKSUM_LEN..];
+    let checksum = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
+    let mut source = bytes;
+    walk_sections(&mut source, header, checksum, false).map(|(layout, index)| (layout, index, true))
+}
+
+/// Steps 5-7 of the walk: every section's bounds, the chunk index (with its `prefix_crc32c` when
+/// `check_prefix`; the lazy walk has checked it already), and nothing after the last section.
+fn walk_sections(
+    source: &mut impl ByteSource,
+    header: Header,
+    checksum: u32,
+    check_prefix: bool,
+) -> Result<(Layout, Option<ChunkIndex>)> {
+    let file_len = source.len();
+    let checksum_offset = file_len - CHECKSUM_LEN as u64;
     let flags = header.flags();
     let mut walker = Walker {
         source,
@@ -212,7 +298,29 @@ pub(crate) fn walk(
     let encryption = walker.framed_if(flags.contains(Flags::ENCRYPTED), Section::Encryption)?;
 
     let chunk_index = match chunk_span {
-        Some(span) => Some(ChunkIndex::parse(&walker.read_body(span)?)?),
+        Some(span) => {
+            let index = ChunkIndex::parse(&walker.read_body(span)?)?;
+            if check_prefix {
+                let field = span.end() - crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN as u64;
+                let mut prefix = vec![
+                    0u8;
+                    usize::try_from(field).map_err(|_| Error::InvalidArgument(
+                        "chunk index beyond memory"
+                    ))?
+                ];
+                walker.source.read_exact_at(0, &mut prefix)?;
+                let computed = masked_prefix_crc32c(&prefix);
+                if computed != index.prefix_crc32c() {
+                    return Err(FormatError::SizeMismatch {
+                        what: "chunk index prefix_crc32c",
+                        declared: u64::from(index.prefix_crc32c()),
+                        found: u64::from(computed),
+                    }
+                    .into());
+                }
+            }
+            Some(index)
+        }
         None => None,
     };
     let (payload_size, _) = declared_totals(&header, chunk_index.as_ref())?;
@@ -237,7 +345,7 @@ pub(crate) fn walk(
         payload,
         signature,
         license,
-        checksum: stored,
+        checksum,
         file_len,
     };
     Ok((layout, chunk_index))
@@ -279,8 +387,14 @@ pub(crate) fn declared_totals(header: &Header, index: Option<&ChunkIndex>) -> Re
         }
         .into());
     }
-    let plain =
-        header.compression() == Compression::None && !header.flags().contains(Flags::ENCRYPTED);
+    let encrypted = header.flags().contains(Flags::ENCRYPTED);
+    if encrypted && index.entries().iter().any(|entry| entry.stored_crc32c != 0) {
+        return Err(FormatError::Inconsistent {
+            reason: "an encrypted file's chunk checksums must be zero",
+        }
+        .into());
+    }
+    let plain = header.compression() == Compression::None && !encrypted;
     if plain
         && let Some(entry) = index
             .entries()

@@ -46,7 +46,8 @@ mod writer;
 pub mod fs;
 
 pub use chunk_index::{
-    CHUNK_ENTRY_LEN, CHUNK_INDEX_PREFIX_LEN, ChunkEntry, ChunkIndex, ChunkSizes,
+    CHUNK_ENTRY_LEN, CHUNK_INDEX_PREFIX_LEN, CHUNK_INDEX_SUFFIX_LEN, ChunkEntry, ChunkIndex,
+    ChunkSizes,
 };
 pub use envelope::Envelope;
 pub use error::{
@@ -58,4 +59,4 @@ pub use header::{
     SIZE_IN_CHUNK_INDEX, Version, identify,
 };
 pub use layout::{FRAME_PREFIX_LEN, Layout, Span};
-pub use writer::{EnvelopeParts, Payload};
+pub use writer::{ChunkedWriter, EnvelopeParts, Payload};

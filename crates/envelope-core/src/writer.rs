@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::io::Write;
 
-use crate::chunk_index::ChunkIndex;
+use crate::chunk_index::{CHUNK_INDEX_SUFFIX_LEN, ChunkIndex, masked_prefix_crc32c};
 use crate::compression::compress;
 use crate::error::{Error, Result, Section};
 use crate::header::{
@@ -173,14 +173,7 @@ impl EnvelopeParts<'_> {
     /// `Usage` if a section does not fit its field; `InvalidFormat` if the parts break a header
     /// rule (for example TRUENO_NATIVE with compression, or QUANTIZED on a dataset).
     pub fn header(&self) -> Result<Header> {
-        let metadata_size = narrow_u32(Section::Metadata, self.metadata.len())?;
-        // 000 §3: schema_size is a u16; a larger schema is refused rather than truncated.
-        let schema_size = u16::try_from(self.schema.len())
-            .map_err(|_| too_large(Section::Schema, self.schema.len(), u64::from(u16::MAX)))?;
-        if self.format == Format::Model && !self.schema.is_empty() {
-            return Err(Error::InvalidArgument("an .apr file has no schema section"));
-        }
-        let (stored, decoded) = match &self.payload {
+        let shape = match &self.payload {
             Payload::Whole {
                 stored,
                 uncompressed_size,
@@ -199,7 +192,7 @@ impl EnvelopeParts<'_> {
                         });
                     }
                 }
-                (stored, *uncompressed_size)
+                (stored, *uncompressed_size, None)
             }
             Payload::Chunked { index, stored } => {
                 if stored.len() as u64 != index.payload_size() {
@@ -207,9 +200,28 @@ impl EnvelopeParts<'_> {
                         "chunked payload bytes differ from the chunk index total",
                     ));
                 }
-                (index.payload_size(), index.uncompressed_size())
+                (index.payload_size(), index.uncompressed_size(), Some(index))
             }
         };
+        self.header_for(shape)
+    }
+
+    /// The header for a payload of `stored` bytes decoding to `decoded`, chunked by `index`.
+    fn header_for(
+        &self,
+        (stored, decoded, index): (u64, u64, Option<&ChunkIndex>),
+    ) -> Result<Header> {
+        let metadata_size = narrow_u32(Section::Metadata, self.metadata.len())?;
+        // 000 §3: schema_size is a u16; a larger schema is refused rather than truncated.
+        let schema_size = u16::try_from(self.schema.len())
+            .map_err(|_| too_large(Section::Schema, self.schema.len(), u64::from(u16::MAX)))?;
+        if self.format == Format::Model && !self.schema.is_empty() {
+            return Err(Error::InvalidArgument("an .apr file has no schema section"));
+        }
+        let mut flags = self.flags();
+        if index.is_some() {
+            flags = flags.with(Flags::STREAMING);
+        }
         let header = Header::new(HeaderFields {
             format: self.format,
             version: self.version,
@@ -218,7 +230,7 @@ impl EnvelopeParts<'_> {
             payload_size: DeclaredSize::for_size(stored),
             uncompressed_size: DeclaredSize::for_size(decoded),
             compression: self.compression,
-            flags: self.flags(),
+            flags,
             schema_size,
             num_rows: if self.format == Format::Dataset {
                 self.num_rows
@@ -227,7 +239,7 @@ impl EnvelopeParts<'_> {
             },
         })?;
         // The same reconciliation a reader performs (rows against the index, plain chunk sizes).
-        declared_totals(&header, self.payload.index())?;
+        declared_totals(&header, index)?;
         Ok(header)
     }
 
@@ -254,25 +266,134 @@ impl EnvelopeParts<'_> {
     /// # Errors
     /// As [`EnvelopeParts::header`].
     pub fn bytes_before_payload(&self) -> Result<Vec<u8>> {
-        let mut out = Vec::new();
-        self.write_prefix(&mut out, &self.header()?)?;
+        let index = self.index_with_checksums();
+        self.prefix(&self.header()?, index.as_ref())
+    }
+
+    /// The chunk index as it will be written: each entry's CRC-32C computed from the stored bytes
+    /// (zero when encrypted, see `chunk_index`).
+    fn index_with_checksums(&self) -> Option<ChunkIndex> {
+        let Payload::Chunked { index, stored } = &self.payload else {
+            return None;
+        };
+        let mut index = index.clone();
+        let encrypted = self.encryption.is_some();
+        for chunk in 0..index.len() {
+            let range = index.entries()[chunk].stored_range();
+            let crc = match (
+                encrypted,
+                usize::try_from(range.start),
+                usize::try_from(range.end),
+            ) {
+                (false, Ok(start), Ok(end)) => stored.get(start..end).map_or(0, crc32c::crc32c),
+                _ => 0,
+            };
+            // `chunk` is in range: the loop runs over the index's own entries.
+            let _ = index.set_stored_crc32c(chunk, crc);
+        }
+        Some(index)
+    }
+
+    /// Header through encryption block, with the chunk index's `prefix_crc32c` computed.
+    fn prefix(&self, header: &Header, index: Option<&ChunkIndex>) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(
+            HEADER_LEN
+                + self.metadata.len()
+                + self.schema.len()
+                + self
+                    .tensor_index
+                    .as_ref()
+                    .map_or(0, |body| body.len() + FRAME_PREFIX_LEN)
+                + index.map_or(0, |index| index.encoded_len() + FRAME_PREFIX_LEN)
+                + self
+                    .encryption
+                    .as_ref()
+                    .map_or(0, |body| body.len() + FRAME_PREFIX_LEN),
+        );
+        out.extend_from_slice(&header.encode());
+        out.extend_from_slice(&self.metadata);
+        out.extend_from_slice(&self.schema);
+        if let Some(body) = &self.tensor_index {
+            write_frame(&mut out, Section::TensorIndex, body)?;
+        }
+        if let Some(index) = index {
+            write_frame(&mut out, Section::ChunkIndex, &index.encode()?)?;
+            let field = out.len() - CHUNK_INDEX_SUFFIX_LEN;
+            let crc = masked_prefix_crc32c(&out[..field]);
+            out[field..].copy_from_slice(&crc.to_le_bytes());
+        }
+        if let Some(body) = &self.encryption {
+            write_frame(&mut out, Section::Encryption, body)?;
+        }
         Ok(out)
     }
 
-    fn write_prefix(&self, out: &mut impl Write, header: &Header) -> Result<()> {
-        out.write_all(&header.encode())?;
-        out.write_all(&self.metadata)?;
-        out.write_all(&self.schema)?;
-        if let Some(body) = &self.tensor_index {
-            write_frame(out, Section::TensorIndex, body)?;
+    /// Starts writing a STREAMING file whose chunks are produced one at a time, so the payload
+    /// never has to be in memory at once. `index` describes the chunks that will be written,
+    /// including each chunk's CRC-32C of its stored bytes (zero if these parts are encrypted; see
+    /// `docs/envelope.md` §4). The parts' own `payload` is ignored. Write every chunk with
+    /// [`ChunkedWriter::write_chunk`], in order, then call [`ChunkedWriter::finish`].
+    ///
+    /// The output is byte for byte what [`EnvelopeParts::to_bytes`] gives for the same parts with
+    /// `Payload::Chunked { index, stored }`.
+    ///
+    /// # Errors
+    /// As [`EnvelopeParts::header`]; `Usage` if an encrypted file's index carries non-zero chunk
+    /// checksums; `Io` from `out`.
+    ///
+    /// # Example
+    /// ```
+    /// use envelope_core::{ChunkIndex, Envelope, EnvelopeParts, Format};
+    ///
+    /// let chunks: [&[u8]; 2] = [b"rows 0-9", b"rows 10-14"];
+    /// let mut index = ChunkIndex::from_sizes([(8, 8, 10), (10, 10, 5)])?;
+    /// for (number, chunk) in chunks.iter().enumerate() {
+    ///     index.set_stored_crc32c(number, crc32c::crc32c(chunk))?;
+    /// }
+    /// let mut parts = EnvelopeParts::new(Format::Dataset, 0x0001);
+    /// parts.num_rows = 15;
+    /// let mut writer = parts.begin_chunked(index, Vec::new())?;
+    /// for chunk in chunks {
+    ///     writer.write_chunk(chunk)?;
+    /// }
+    /// let bytes = writer.finish()?;
+    /// let envelope = Envelope::parse_lazy(&bytes[..], Format::Dataset)?;
+    /// assert_eq!(&*envelope.decode_chunk(1)?, b"rows 10-14");
+    /// # Ok::<(), envelope_core::Error>(())
+    /// ```
+    pub fn begin_chunked<W: Write>(&self, index: ChunkIndex, out: W) -> Result<ChunkedWriter<W>> {
+        let encrypted = self.encryption.is_some();
+        if encrypted && index.entries().iter().any(|entry| entry.stored_crc32c != 0) {
+            return Err(Error::InvalidArgument(
+                "an encrypted file's chunk checksums must be zero",
+            ));
         }
-        if let Some(index) = self.payload.index() {
-            write_frame(out, Section::ChunkIndex, &index.encode()?)?;
+        let header = self.header_for((
+            index.payload_size(),
+            index.uncompressed_size(),
+            Some(&index),
+        ))?;
+        let prefix = self.prefix(&header, Some(&index))?;
+        let mut out = CrcWriter {
+            inner: out,
+            hasher: crc32fast::Hasher::new(),
+        };
+        out.write_all(&prefix)?;
+        let mut trailer = Vec::new();
+        if let Some(body) = &self.signature {
+            write_frame(&mut trailer, Section::Signature, body)?;
         }
-        if let Some(body) = &self.encryption {
-            write_frame(out, Section::Encryption, body)?;
+        if let Some(body) = &self.license {
+            write_frame(&mut trailer, Section::License, body)?;
         }
-        Ok(())
+        Ok(ChunkedWriter {
+            out,
+            prefix,
+            index,
+            next_chunk: 0,
+            encrypted,
+            trailer,
+        })
     }
 
     /// Writes the file to `out`, computing the CRC32 trailer on the way.
@@ -293,7 +414,8 @@ impl EnvelopeParts<'_> {
     /// Writes every section, in file order, without the CRC32 trailer.
     fn write_sections(&self, out: &mut impl Write) -> Result<()> {
         let header = self.header()?;
-        self.write_prefix(out, &header)?;
+        let index = self.index_with_checksums();
+        out.write_all(&self.prefix(&header, index.as_ref())?)?;
         out.write_all(self.payload.stored())?;
         if let Some(body) = &self.signature {
             write_frame(out, Section::Signature, body)?;
@@ -359,5 +481,84 @@ impl<W: Write> Write for CrcWriter<W> {
 
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
+    }
+}
+
+/// A STREAMING file being written one chunk at a time (see [`EnvelopeParts::begin_chunked`]).
+pub struct ChunkedWriter<W: Write> {
+    out: CrcWriter<W>,
+    prefix: Vec<u8>,
+    index: ChunkIndex,
+    next_chunk: usize,
+    encrypted: bool,
+    trailer: Vec<u8>,
+}
+
+impl<W: Write> std::fmt::Debug for ChunkedWriter<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChunkedWriter")
+            .field("chunks", &self.index.len())
+            .field("next_chunk", &self.next_chunk)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<W: Write> ChunkedWriter<W> {
+    /// Every byte before the payload, as written (the associated data of an encrypted file is
+    /// computed from these).
+    #[must_use]
+    pub fn bytes_before_payload(&self) -> &[u8] {
+        &self.prefix
+    }
+
+    /// The chunk index being followed.
+    #[must_use]
+    pub fn index(&self) -> &ChunkIndex {
+        &self.index
+    }
+
+    /// Writes the stored bytes of the next chunk.
+    ///
+    /// # Errors
+    /// `Usage` if the index lists no further chunk, or `stored` differs from its entry in size or
+    /// (unencrypted) CRC-32C; `Io` from the output.
+    pub fn write_chunk(&mut self, stored: &[u8]) -> Result<()> {
+        let entry = self
+            .index
+            .entries()
+            .get(self.next_chunk)
+            .ok_or(Error::InvalidArgument(
+                "more chunks written than the index lists",
+            ))?;
+        if stored.len() as u64 != entry.stored_size {
+            return Err(Error::InvalidArgument(
+                "a chunk's size differs from its chunk index entry",
+            ));
+        }
+        if !self.encrypted && crc32c::crc32c(stored) != entry.stored_crc32c {
+            return Err(Error::InvalidArgument(
+                "a chunk's CRC-32C differs from its chunk index entry",
+            ));
+        }
+        self.out.write_all(stored)?;
+        self.next_chunk += 1;
+        Ok(())
+    }
+
+    /// Writes the blocks after the payload and the CRC32 trailer, and hands back the output.
+    ///
+    /// # Errors
+    /// `Usage` if fewer chunks were written than the index lists; `Io` from the output.
+    pub fn finish(mut self) -> Result<W> {
+        if self.next_chunk != self.index.len() {
+            return Err(Error::InvalidArgument(
+                "fewer chunks written than the index lists",
+            ));
+        }
+        self.out.write_all(&self.trailer)?;
+        let checksum = self.out.hasher.finalize();
+        self.out.inner.write_all(&checksum.to_le_bytes())?;
+        self.out.inner.flush()?;
+        Ok(self.out.inner)
     }
 }

@@ -404,3 +404,146 @@ fn fuzz_corpus_parse_header_replays_clean() {
 fn fuzz_corpus_envelope_reader_replays_clean() {
     replay("envelope_reader", fuzz_checks::envelope_reader);
 }
+
+/// `parse_lazy` agrees with `parse` on every sample: same layout, same decoded payload.
+#[test]
+fn lazy_open_agrees_with_full_open() {
+    for sample in samples() {
+        let format = envelope_core::identify(&sample.bytes).unwrap().0;
+        let full = Envelope::parse(&sample.bytes[..], format).unwrap();
+        let lazy = Envelope::parse_lazy(&sample.bytes[..], format).unwrap();
+        assert_eq!(full.layout(), lazy.layout(), "{}", sample.name);
+        assert_eq!(
+            lazy.is_fully_verified(),
+            full.chunk_index().is_none(),
+            "{}",
+            sample.name
+        );
+        lazy.verify_checksum().unwrap();
+        if let Some(payload) = &sample.payload {
+            assert_eq!(
+                &*lazy.decode_payload().unwrap(),
+                &payload[..],
+                "{}",
+                sample.name
+            );
+        }
+    }
+}
+
+/// Flipping any bit of a lazily opened STREAMING file never yields wrong data: the open fails, a
+/// chunk read fails, or the flip is outside what a lazy read interprets (the trailer, which
+/// `verify_checksum` catches).
+#[test]
+fn lazy_open_never_returns_flipped_data() {
+    for sample in samples()
+        .into_iter()
+        .filter(|sample| sample.name.starts_with("dataset_streaming"))
+    {
+        let expected = sample.payload.clone().unwrap();
+        let mut checked = 0;
+        for bit in 0..sample.bytes.len() * 8 {
+            let mut bytes = sample.bytes.clone();
+            bytes[bit / 8] ^= 1 << (bit % 8);
+            let Ok(envelope) = Envelope::parse_lazy(&bytes[..], Format::Dataset) else {
+                continue;
+            };
+            match envelope.decode_payload() {
+                Err(error) => assert!(
+                    matches!(
+                        error.signal(),
+                        Signal::ChecksumMismatch | Signal::InvalidFormat
+                    ),
+                    "{error}"
+                ),
+                Ok(payload) => {
+                    assert_eq!(&*payload, &expected[..], "bit {bit} of {}", sample.name);
+                    assert_eq!(
+                        envelope.verify_checksum().unwrap_err().signal(),
+                        Signal::ChecksumMismatch
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        // Only the 32 trailer bits can be flipped without a lazy read noticing.
+        assert_eq!(checked, 32, "{}", sample.name);
+    }
+}
+
+#[test]
+fn lazy_open_refuses_every_truncation() {
+    for sample in samples()
+        .into_iter()
+        .filter(|sample| sample.name.starts_with("dataset_streaming"))
+    {
+        for len in 0..sample.bytes.len() {
+            assert!(
+                Envelope::parse_lazy(&sample.bytes[..len], Format::Dataset).is_err(),
+                "{} at {len}",
+                sample.name
+            );
+        }
+    }
+}
+
+/// `begin_chunked` writes exactly what `to_bytes` writes for the same parts, chunk by chunk.
+#[test]
+fn chunked_writer_matches_the_in_memory_writer() {
+    for sample in samples() {
+        let format = envelope_core::identify(&sample.bytes).unwrap().0;
+        let envelope = Envelope::parse(&sample.bytes[..], format).unwrap();
+        let Some(index) = envelope.chunk_index() else {
+            continue;
+        };
+        let parts = envelope.to_parts();
+        let mut writer = parts.begin_chunked(index.clone(), Vec::new()).unwrap();
+        assert_eq!(
+            writer.bytes_before_payload(),
+            envelope.bytes_before_payload()
+        );
+        for chunk in 0..index.len() {
+            writer.write_chunk(envelope.chunk(chunk).unwrap()).unwrap();
+        }
+        assert_eq!(writer.finish().unwrap(), sample.bytes, "{}", sample.name);
+    }
+}
+
+#[test]
+fn chunked_writer_refuses_chunks_that_disagree_with_the_index() {
+    let parts = EnvelopeParts {
+        num_rows: 2,
+        ..EnvelopeParts::new(Format::Dataset, 1)
+    };
+    let mut index = ChunkIndex::from_sizes([(3, 3, 1), (2, 2, 1)]).unwrap();
+    index.set_stored_crc32c(0, crc32c::crc32c(b"abc")).unwrap();
+    index.set_stored_crc32c(1, crc32c::crc32c(b"de")).unwrap();
+    let usage = |result: Result<(), Error>| assert_eq!(result.unwrap_err().signal(), Signal::Usage);
+
+    let mut writer = parts.begin_chunked(index.clone(), Vec::new()).unwrap();
+    usage(writer.write_chunk(b"abcd"));
+    usage(writer.write_chunk(b"abd"));
+    writer.write_chunk(b"abc").unwrap();
+    usage(writer.finish().map(drop));
+
+    let mut writer = parts.begin_chunked(index, Vec::new()).unwrap();
+    writer.write_chunk(b"abc").unwrap();
+    writer.write_chunk(b"de").unwrap();
+    usage(writer.write_chunk(b""));
+    let bytes = writer.finish().unwrap();
+    let envelope = Envelope::parse(&bytes[..], Format::Dataset).unwrap();
+    assert_eq!(&*envelope.decode_payload().unwrap(), b"abcde");
+}
+
+/// The failing vector's row count is caught by the row rule, not by a checksum: the generator
+/// recomputed both the trailer and the chunk index's prefix CRC-32C.
+#[test]
+fn rows_vector_fails_on_the_row_rule() {
+    let bytes = std::fs::read(data_dir().join("fail_rows_disagree.InvalidFormat.ald")).unwrap();
+    for error in [
+        Envelope::parse(&bytes[..], Format::Dataset).unwrap_err(),
+        Envelope::parse_lazy(&bytes[..], Format::Dataset).unwrap_err(),
+    ] {
+        assert!(error.to_string().contains("num_rows"), "{error}");
+    }
+}

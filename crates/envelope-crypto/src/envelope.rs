@@ -176,12 +176,7 @@ pub fn encrypt(
     if parts.encryption.is_some() {
         return Err(Error::InvalidArgument("the file is already encrypted"));
     }
-    let segment_size = options.segment_size;
-    if !(MIN_SEGMENT_SIZE..=MAX_SEGMENT_SIZE).contains(&segment_size) {
-        return Err(Error::InvalidArgument(
-            "segment size must be between 1 KiB and 16 MiB",
-        ));
-    }
+    let segment_size = checked_segment_size(options)?;
     let (source, key) = key_source(parts.format, to, rng)?;
     let block = EncryptionBlock {
         segment_size,
@@ -292,12 +287,7 @@ pub fn encrypt_stream(
     if parts.encryption.is_some() {
         return Err(Error::InvalidArgument("the file is already encrypted"));
     }
-    let segment_size = options.segment_size;
-    if !(MIN_SEGMENT_SIZE..=MAX_SEGMENT_SIZE).contains(&segment_size) {
-        return Err(Error::InvalidArgument(
-            "segment size must be between 1 KiB and 16 MiB",
-        ));
-    }
+    let segment_size = checked_segment_size(options)?;
     let sealed_len = ciphertext_len(plaintext_len, segment_size).ok_or_else(too_large)?;
     if sealed_len >= u64::from(u32::MAX) {
         return Err(Error::SectionTooLarge {
@@ -366,8 +356,18 @@ pub fn encrypt_stream(
     Ok(())
 }
 
+/// The segment size of `options`, if within the limits readers enforce.
+pub(crate) fn checked_segment_size(options: EncryptOptions) -> Result<u32> {
+    if !(MIN_SEGMENT_SIZE..=MAX_SEGMENT_SIZE).contains(&options.segment_size) {
+        return Err(Error::InvalidArgument(
+            "segment size must be between 1 KiB and 16 MiB",
+        ));
+    }
+    Ok(options.segment_size)
+}
+
 /// The block's key source and the payload key, drawing randomness as [`encrypt`] documents.
-fn key_source(
+pub(crate) fn key_source(
     format: Format,
     to: EncryptTo<'_>,
     rng: &mut impl CryptoRngCore,

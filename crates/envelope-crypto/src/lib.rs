@@ -44,12 +44,14 @@
 //! - `os-rng` (default): [`OsRng`] through getrandom (browser backend on wasm32).
 
 pub mod block;
+mod chunked;
 mod envelope;
 mod keys;
 pub mod query;
 pub mod stream;
 
 pub use block::{EncryptionBlock, KeySource, MAX_RECIPIENTS};
+pub use chunked::{ChunkEncryptor, ChunkSealer};
 pub use envelope::{
     DecryptionKey, Decryptor, EncryptOptions, EncryptTo, associated_data, encrypt, encrypt_stream,
 };

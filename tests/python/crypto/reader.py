@@ -80,9 +80,10 @@ def walk(data):
         s, e = sections["chunk_index"]
         body = data[s:e]
         total_stored, total_plain, count = struct.unpack("<QQI", body[:20])
-        if len(body) != 20 + 40 * count:
+        if len(body) != 20 + 44 * count + 4:
             raise Refused("InvalidFormat: chunk index length")
-        chunks = [struct.unpack("<QQQQQ", body[20 + 40 * i:60 + 40 * i]) for i in range(count)]
+        # Entries: five u64 and the chunk's CRC-32C (zero when encrypted); prefix_crc32c last.
+        chunks = [struct.unpack("<QQQQQ", body[20 + 44 * i:60 + 44 * i]) for i in range(count)]
         payload_size, uncompressed = total_stored, total_plain
     if flags & ENCRYPTED:
         frame("encryption")

@@ -4,7 +4,8 @@
 Each vector breaks exactly one rule of docs/envelope.md; its name is
 fail_<what>.<Signal>.<ext>, where <Signal> is the Andon signal a reader must raise.
 Where the broken rule sits behind the checksum, the CRC32 trailer is recomputed (zlib.crc32 is the
-same CRC-32/ISO-HDLC the format uses), so the reader must catch the structural fault itself.
+same CRC-32/ISO-HDLC the format uses), and for STREAMING files the chunk index's CRC-32C of the
+bytes before it too, so the reader must catch the structural fault itself.
 Run: python3 make_failing_vectors.py   (from this directory)
 """
 import struct
@@ -20,6 +21,30 @@ streaming = (here / "dataset_encrypted_streaming.ald").read_bytes()
 def fix_crc(data: bytes) -> bytes:
     body = data[:-4]
     return body + struct.pack("<I", zlib.crc32(body))
+
+
+def crc32c(data: bytes) -> int:
+    """CRC-32C (Castagnoli, reflected 0x82F63B78), bit by bit: slow, short, obviously right."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def fix_prefix_crc(data: bytes) -> bytes:
+    """Recomputes a STREAMING file's chunk index prefix_crc32c (docs/envelope.md §4)."""
+    metadata_size, = struct.unpack_from("<I", data, 8)
+    flags = data[21]
+    schema_size = struct.unpack_from("<H", data, 22)[0] if data[:4] == b"ALDF" else 0
+    at = 32 + metadata_size + schema_size
+    if flags & 0x10:  # TRUENO_NATIVE: skip the tensor index frame
+        at += 4 + struct.unpack_from("<I", data, at)[0]
+    length, = struct.unpack_from("<I", data, at)
+    field = at + 4 + length - 4
+    masked = data[:21] + bytes([flags & ~0x0A]) + data[22:field]
+    return data[:field] + struct.pack("<I", crc32c(masked)) + data[field + 4:]
 
 
 def patch(data: bytes, offset: int, new: bytes) -> bytes:
@@ -42,7 +67,8 @@ vectors = {
     # line up with the layout, so the walk finds bytes it cannot account for.
     "fail_signed_flag_cleared.InvalidFormat.apr": fix_crc(patch(model, 21, bytes([model[21] & ~0x02]))),
     # STREAMING dataset whose chunk index claims more rows than the header's num_rows.
-    "fail_rows_disagree.InvalidFormat.ald": fix_crc(patch(streaming, 24, struct.pack("<Q", 7))),
+    # (Both checksums recomputed, so only the row rule can catch it.)
+    "fail_rows_disagree.InvalidFormat.ald": fix_crc(fix_prefix_crc(patch(streaming, 24, struct.pack("<Q", 7)))),
 }
 
 for name, data in vectors.items():
