@@ -1,4 +1,4 @@
-//! Native filesystem helpers (feature `std-fs`): open by path with positional reads, and atomic
+//! Native filesystem helpers (feature `std-fs`): open by path (memory-mapped), and atomic
 //! saves — a temporary file in the destination directory, fsync, rename — as pyfolds does with
 //! `{path}.tmp` and `os.replace`.
 
@@ -10,23 +10,25 @@ use tempfile::NamedTempFile;
 use crate::error::Result;
 use crate::json::Map;
 use crate::reader::{FoldReader, ReadOptions};
-use crate::source::FileSource;
+use crate::source::MappedSource;
 use crate::writer::{FoldWriter, WriteOptions};
 
-/// Opens `path`: reads the header and the index only.
+/// Opens `path`, memory-mapped: reads the header and the index only; each chunk is verified in
+/// place when read. (Use `FoldReader::open(FileSource::open(path)?)` for positional reads instead
+/// of a mapping.)
 ///
 /// # Errors
 /// I/O, and the errors of [`FoldReader::open`].
-pub fn open(path: impl AsRef<Path>) -> Result<FoldReader<FileSource>> {
-    FoldReader::open(FileSource::open(path)?)
+pub fn open(path: impl AsRef<Path>) -> Result<FoldReader<MappedSource>> {
+    FoldReader::open(MappedSource::open(path)?)
 }
 
 /// Opens `path` with explicit limits.
 ///
 /// # Errors
 /// As [`open`].
-pub fn open_with(path: impl AsRef<Path>, opts: ReadOptions) -> Result<FoldReader<FileSource>> {
-    FoldReader::open_with(FileSource::open(path)?, opts)
+pub fn open_with(path: impl AsRef<Path>, opts: ReadOptions) -> Result<FoldReader<MappedSource>> {
+    FoldReader::open_with(MappedSource::open(path)?, opts)
 }
 
 /// A container being written to a temporary file that replaces `path` only on

@@ -59,7 +59,7 @@ pub use format::{
 pub use index::{ChunkEntry, Index, manifest_hash, parse_index, parse_sha256_hex};
 pub use reader::{ChunkReport, FoldReader, ReadOptions, StoredChunk, VerifyReport};
 #[cfg(all(feature = "std-fs", not(target_arch = "wasm32")))]
-pub use source::FileSource;
+pub use source::{FileSource, MappedSource};
 pub use source::{SeekSource, Source};
 pub use writer::{FoldWriter, WriteOptions};
 

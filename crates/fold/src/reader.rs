@@ -116,18 +116,54 @@ fn read_range<S: Source>(
     Ok(buf)
 }
 
-/// CRC32C and SHA-256 of `data`, on two threads for large inputs when the `parallel` feature is
-/// on (SHA-256 is the floor; CRC32C runs beside it).
-fn digests(data: &[u8]) -> (u32, [u8; 32]) {
+/// CRC32C and SHA-256 of `data`, on two threads for large inputs when `parallel` is asked for
+/// and the `parallel` feature is on (SHA-256 is the floor; CRC32C runs beside it).
+fn digests(data: &[u8], parallel: bool) -> (u32, [u8; 32]) {
     #[cfg(all(feature = "parallel", not(target_arch = "wasm32")))]
-    if data.len() >= PARALLEL_MIN {
+    if parallel && data.len() >= PARALLEL_MIN {
         return std::thread::scope(|s| {
             let crc = s.spawn(|| crc32c::crc32c(data));
             let sha: [u8; 32] = Sha256::digest(data).into();
             (crc.join().unwrap_or_else(|_| crc32c::crc32c(data)), sha)
         });
     }
+    let _ = parallel;
     (crc32c::crc32c(data), Sha256::digest(data).into())
+}
+
+/// Copies `src` (a chunk body held in memory) into `dst` and digests its first `comp_len` bytes:
+/// with `pipelined` (and the `parallel` feature) SHA-256 runs on a second thread over the source
+/// while this thread copies and runs CRC32C block by block on the copy, still in cache, so the
+/// copy hides behind the hash.
+fn copy_digest(src: &[u8], dst: &mut [u8], comp_len: usize, pipelined: bool) -> (u32, [u8; 32]) {
+    #[cfg(all(feature = "parallel", not(target_arch = "wasm32")))]
+    if pipelined && comp_len >= PARALLEL_MIN {
+        return std::thread::scope(|s| {
+            let payload = &src[..comp_len];
+            let sha = s.spawn(move || <[u8; 32]>::from(Sha256::digest(payload)));
+            let mut crc = 0_u32;
+            let mut pos = 0_usize;
+            for (to, from) in dst
+                .chunks_mut(PIPELINE_BLOCK)
+                .zip(src.chunks(PIPELINE_BLOCK))
+            {
+                to.copy_from_slice(from);
+                let part = &to[..to.len().min(comp_len.saturating_sub(pos))];
+                crc = crc32c::crc32c_append(crc, part);
+                pos += to.len();
+            }
+            let sha = sha
+                .join()
+                .unwrap_or_else(|_| Sha256::digest(&dst[..comp_len]).into());
+            (crc, sha)
+        });
+    }
+    let _ = pipelined;
+    dst.copy_from_slice(src);
+    (
+        crc32c::crc32c(&dst[..comp_len]),
+        Sha256::digest(&dst[..comp_len]).into(),
+    )
 }
 
 /// Fills `body` from `offset` and digests its first `comp_len` bytes. With `pipelined` (and the
@@ -283,15 +319,18 @@ impl<S: Source> FoldReader<S> {
         })
     }
 
-    /// Checks limits, bounds and header agreement, then reads `comp || ecc` into `buf` (grown to
-    /// the body length, which is bounded by the bytes present) and digests the payload. Returns
-    /// the body length, `comp_len`, CRC32C and SHA-256.
+    /// Checks limits, bounds and header agreement, then digests the payload. For a source held in
+    /// memory (a mapping) the digests are taken in place, and `comp || ecc` is copied into `buf`
+    /// only when `copy` is set; other sources are always read into `buf` (grown to the body
+    /// length, which is bounded by the bytes present). Returns the body length, `comp_len`,
+    /// CRC32C, SHA-256, and whether `buf` holds the body.
     fn load_into(
         &self,
         e: &ChunkEntry,
         buf: &mut Vec<u8>,
         pipelined: bool,
-    ) -> Result<(usize, usize, u32, [u8; 32])> {
+        copy: bool,
+    ) -> Result<(usize, usize, u32, [u8; 32], bool)> {
         let name = || e.name.clone();
         let max = self.opts.max_chunk_size;
         for (field, value) in [
@@ -395,6 +434,19 @@ impl<S: Source> FoldReader<S> {
         // file_len bytes.
         let n = usize::try_from(body_len).map_err(|_| truncated())?;
         let comp_len = usize::try_from(e.comp_len).map_err(|_| truncated())?;
+        if let Some(body) = self.body_slice(body_off, n) {
+            if !copy {
+                // With `pipelined`, CRC32C runs on a second thread ahead of SHA-256, taking the
+                // page faults of a fresh mapping out of the hashing thread's way.
+                let (crc, sha) = digests(&body[..comp_len], pipelined);
+                return Ok((n, comp_len, crc, sha, false));
+            }
+            if buf.len() < n {
+                *buf = vec![0_u8; n];
+            }
+            let (crc, sha) = copy_digest(body, &mut buf[..n], comp_len, pipelined);
+            return Ok((n, comp_len, crc, sha, true));
+        }
         if buf.len() < n {
             // A fresh zeroed allocation (calloc: pages are zeroed lazily by the OS as the read
             // fills them) costs less than half of `resize`, which writes every zero first.
@@ -408,7 +460,20 @@ impl<S: Source> FoldReader<S> {
                     Error::Io(err)
                 }
             })?;
-        Ok((n, comp_len, crc, sha))
+        Ok((n, comp_len, crc, sha, true))
+    }
+
+    /// `len` bytes at `offset` of a source held in memory (the range was bounds-checked against
+    /// the file length, which is the slice's length).
+    fn body_slice(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        let start = usize::try_from(offset).ok()?;
+        self.src.as_slice()?.get(start..start.checked_add(len)?)
+    }
+
+    /// The body of a chunk whose limits and bounds `load_into` has checked.
+    fn body_of(&self, e: &ChunkEntry) -> Option<&[u8]> {
+        let len = usize::try_from(e.comp_len.saturating_add(e.ecc_len)).ok()?;
+        self.body_slice(e.offset.checked_add(u64::from(CHUNK_HEADER_LEN))?, len)
     }
 
     /// Reads a chunk's stored payload, applies ECC when needed and checks integrity (002 §7.6-7.9,
@@ -423,7 +488,7 @@ impl<S: Source> FoldReader<S> {
 
     fn stored(&self, e: &ChunkEntry) -> Result<StoredChunk> {
         let mut body = Vec::new();
-        let (_, comp_len, corrected) = self.stored_into(e, &mut body, true)?;
+        let (_, comp_len, corrected, _) = self.stored_into(e, &mut body, true, true)?;
         body.truncate(comp_len);
         Ok(StoredChunk {
             comp: body,
@@ -431,18 +496,28 @@ impl<S: Source> FoldReader<S> {
         })
     }
 
-    /// [`Self::load_into`], then ECC and the integrity rules. Returns body length, `comp_len` and
-    /// the bytes corrected; the verified payload is `buf[..comp_len]`.
+    /// [`Self::load_into`], then ECC and the integrity rules. Returns body length, `comp_len`, the
+    /// bytes corrected and whether `buf` holds the body; the verified payload is `buf[..comp_len]`
+    /// if so, else the first `comp_len` bytes of [`Self::body_of`].
     fn stored_into(
         &self,
         e: &ChunkEntry,
         buf: &mut Vec<u8>,
         pipelined: bool,
-    ) -> Result<(usize, usize, usize)> {
-        let (n, comp_len, mut crc, mut sha) = self.load_into(e, buf, pipelined)?;
-        let body = &mut buf[..n];
+        copy: bool,
+    ) -> Result<(usize, usize, usize, bool)> {
+        let (n, comp_len, mut crc, mut sha, mut filled) =
+            self.load_into(e, buf, pipelined, copy)?;
         let mut corrected = 0;
         if crc != e.crc32c && e.ecc != Ecc::None {
+            if !filled {
+                // Correction works on a copy; the mapping is never written.
+                let body = self.body_of(e).unwrap_or_default();
+                buf.clear();
+                buf.extend_from_slice(body);
+                filled = true;
+            }
+            let body = &mut buf[..n];
             let (comp, ecc) = body.split_at_mut(comp_len);
             corrected = e.ecc.correct(comp, ecc).map_err(|codeword| {
                 let per = e.ecc.data_per_codeword().unwrap_or(1);
@@ -452,7 +527,7 @@ impl<S: Source> FoldReader<S> {
                     offset: e.offset + u64::from(CHUNK_HEADER_LEN) + codeword * per,
                 }
             })?;
-            (crc, sha) = digests(&body[..comp_len]);
+            (crc, sha) = digests(&body[..comp_len], true);
         }
         if crc != e.crc32c {
             return Err(Error::CrcMismatch {
@@ -472,7 +547,7 @@ impl<S: Source> FoldReader<S> {
         }
         self.index.check_chunk_hash(e)?;
         self.check_manifest()?;
-        Ok((n, comp_len, corrected))
+        Ok((n, comp_len, corrected, filled))
     }
 
     /// The `manifest_hash` result computed once at open.
@@ -511,8 +586,45 @@ impl<S: Source> FoldReader<S> {
     /// The first failed rule for this chunk.
     pub fn read_chunk(&self, name: &str) -> Result<Vec<u8>> {
         let e = self.entry(name)?;
+        if Compression::from_flag(e.flags) == Some(Compression::Zstd) {
+            // Decompress straight from a mapping when the bytes needed no correction.
+            let mut buf = Vec::new();
+            let (_, comp_len, _, filled) = self.stored_into(e, &mut buf, true, false)?;
+            let comp = if filled {
+                &buf[..comp_len]
+            } else {
+                &self.body_of(e).unwrap_or_default()[..comp_len]
+            };
+            return compress::zstd_decompress(comp, e.uncomp_len)
+                .map_err(|err| Self::decompress_error(e, err));
+        }
         let stored = self.stored(e)?;
         self.decode(e, stored.comp)
+    }
+
+    /// Reads one chunk like [`FoldReader::read_chunk`], without copying when it can: a stored
+    /// (uncompressed) chunk of a source held in memory (a memory map, a slice) is verified in
+    /// place and borrowed, so reading costs the CRC32C and SHA-256 of its bytes and nothing else.
+    /// Compressed chunks, chunks that needed ECC correction and other sources are returned owned.
+    ///
+    /// # Errors
+    /// The first failed rule for this chunk.
+    pub fn read_chunk_cow(&self, name: &str) -> Result<std::borrow::Cow<'_, [u8]>> {
+        let e = self.entry(name)?;
+        if Compression::from_flag(e.flags) == Some(Compression::None)
+            && self.src.as_slice().is_some()
+        {
+            let mut buf = Vec::new();
+            let (_, comp_len, _, filled) = self.stored_into(e, &mut buf, true, false)?;
+            if filled {
+                buf.truncate(comp_len);
+                return self.decode(e, buf).map(std::borrow::Cow::Owned);
+            }
+            let comp = &self.body_of(e).unwrap_or_default()[..comp_len];
+            Self::check_decoded_len(e, comp)?;
+            return Ok(std::borrow::Cow::Borrowed(comp));
+        }
+        self.read_chunk(name).map(std::borrow::Cow::Owned)
     }
 
     fn decode(&self, e: &ChunkEntry, comp: Vec<u8>) -> Result<Vec<u8>> {
@@ -547,7 +659,7 @@ impl<S: Source> FoldReader<S> {
             return Ok(Vec::new());
         }
         let mut buf = Vec::new();
-        let (n, comp_len, _, _) = self.load_into(e, &mut buf, false)?;
+        let (n, comp_len, _, _, _) = self.load_into(e, &mut buf, false, true)?;
         let (comp, ecc) = buf[..n].split_at(comp_len);
         Ok(e.ecc.damaged_codewords(comp, ecc))
     }
@@ -562,8 +674,13 @@ impl<S: Source> FoldReader<S> {
     }
 
     fn verify_entry(&self, e: &ChunkEntry, buf: &mut Vec<u8>, pipelined: bool) -> Result<usize> {
-        let (_, comp_len, corrected) = self.stored_into(e, buf, pipelined)?;
-        Self::check_decoded_len(e, &buf[..comp_len])?;
+        let (_, comp_len, corrected, filled) = self.stored_into(e, buf, pipelined, false)?;
+        let comp = if filled {
+            &buf[..comp_len]
+        } else {
+            &self.body_of(e).unwrap_or_default()[..comp_len]
+        };
+        Self::check_decoded_len(e, comp)?;
         Ok(corrected)
     }
 

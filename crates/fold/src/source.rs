@@ -1,9 +1,11 @@
-//! Where a reader gets its bytes: positional reads, so opening touches only the header and the
-//! index and reading a chunk touches only that chunk's range.
+//! Where a reader gets its bytes, so opening touches only the header and the index and reading a
+//! chunk touches only that chunk's range.
 //!
-//! mmap is deliberately not used: mapping a file is `unsafe` (another process may truncate it),
-//! and the workspace forbids `unsafe_code`. Positional reads (`pread`) give the same access
-//! pattern without it.
+//! Files are memory-mapped natively ([`MappedSource`], through the `mapped-file` crate, which
+//! documents what happens if another program modifies a mapped file): chunks are verified straight
+//! from the page cache, with no copy into a buffer. Sources that hold their bytes in memory say so
+//! with [`Source::as_slice`]; the others (positional reads on a file, any `Read + Seek`) are read
+//! into a buffer first.
 
 use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::Mutex;
@@ -23,6 +25,12 @@ pub trait Source: Sync {
     /// # Errors
     /// The underlying I/O error; `UnexpectedEof` when the source is shorter than claimed.
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+
+    /// All the bytes, when the source holds them in memory (a slice, a vector, a memory map): the
+    /// reader then hashes chunks in place instead of copying them out first.
+    fn as_slice(&self) -> Option<&[u8]> {
+        None
+    }
 }
 
 fn slice_read(bytes: &[u8], offset: u64, buf: &mut [u8]) -> io::Result<()> {
@@ -42,6 +50,9 @@ impl Source for &[u8] {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         slice_read(self, offset, buf)
     }
+    fn as_slice(&self) -> Option<&[u8]> {
+        Some(self)
+    }
 }
 
 impl Source for Vec<u8> {
@@ -50,6 +61,42 @@ impl Source for Vec<u8> {
     }
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         slice_read(self, offset, buf)
+    }
+    fn as_slice(&self) -> Option<&[u8]> {
+        Some(self)
+    }
+}
+
+/// A memory-mapped file (the default for [`crate::fs::open`]).
+#[cfg(all(feature = "std-fs", not(target_arch = "wasm32")))]
+#[derive(Debug)]
+pub struct MappedSource {
+    map: mapped_file::MappedFile,
+}
+
+#[cfg(all(feature = "std-fs", not(target_arch = "wasm32")))]
+impl MappedSource {
+    /// Maps `path` read-only.
+    ///
+    /// # Errors
+    /// The open or mmap error.
+    pub fn open(path: impl AsRef<std::path::Path>) -> io::Result<Self> {
+        Ok(Self {
+            map: mapped_file::MappedFile::open(path)?,
+        })
+    }
+}
+
+#[cfg(all(feature = "std-fs", not(target_arch = "wasm32")))]
+impl Source for MappedSource {
+    fn len(&self) -> u64 {
+        self.map.len() as u64
+    }
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        slice_read(&self.map, offset, buf)
+    }
+    fn as_slice(&self) -> Option<&[u8]> {
+        Some(&self.map)
     }
 }
 
