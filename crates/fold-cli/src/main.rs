@@ -322,11 +322,11 @@ fn verify(
                     "ok    {} ({n} bytes corrected by ECC; run `fold repair`)",
                     c.name
                 ),
-                Err(e) => println!("FAIL  {} [{}] {e}", c.name, e.rule()),
+                Err(e) => println!("FAIL  {} {}", c.name, with_rule(e)),
             }
         }
         if let Err(e) = &report.manifest {
-            println!("FAIL  (metadata) [{}] {e}", e.rule());
+            println!("FAIL  (metadata) {}", with_rule(e));
         }
         for (name, cw) in &parity {
             println!(
@@ -336,7 +336,7 @@ fn verify(
         }
         match &signature {
             Some(Ok(())) => println!("ok    (signature)"),
-            Some(Err(e)) => println!("FAIL  (signature) [{}] {e}", e.rule()),
+            Some(Err(e)) => println!("FAIL  (signature) {}", with_rule(e)),
             None => {}
         }
     }
@@ -474,4 +474,17 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `[rule] message`, without repeating the section number when the message starts with it
+/// (`[§7.8 ecc] chunk "w": ...`, not `[§7.8 ecc] §7.8 chunk "w": ...`).
+fn with_rule(error: &fold::Error) -> String {
+    let rule = error.rule();
+    let text = error.to_string();
+    let section = rule.split(' ').next().unwrap_or_default();
+    let message = text
+        .strip_prefix(section)
+        .filter(|_| section.starts_with('§'))
+        .map_or(text.as_str(), str::trim_start);
+    format!("[{rule}] {message}")
 }

@@ -79,6 +79,21 @@ fn pack_ls_cat_verify_corrupt_repair_round_trip() {
     assert!(fold(&["verify", s(&fixed)]).status.success());
     assert_eq!(fold(&["cat", s(&fixed), "weights"]).stdout, weights);
 
+    // Beyond the capacity of the first codeword: reported with its rule, named once.
+    let mut beyond = bytes.clone();
+    for k in 0..40 {
+        beyond[28 + 32 + k] ^= 0x5A;
+    }
+    let damaged = d.join("damaged.mind");
+    std::fs::write(&damaged, &beyond).unwrap();
+    let o = fold(&["verify", s(&damaged)]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("FAIL  weights [§7.8 ecc] chunk \"weights\": ECC codeword 0"),
+        "{text}"
+    );
+
     bytes[28 + 20] ^= 1; // comp_len in the chunk header of "weights"
     std::fs::write(&out, &bytes).unwrap();
     let o = fold(&["verify", s(&out), "--json"]);
