@@ -39,9 +39,75 @@ pub struct Report {
     pub crc32: String,
     /// Every section with its body offset and length.
     pub sections: Vec<SectionReport>,
+    /// The key named in the signature block (verified only with `--trusted-keys`; see `checks`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signer: Option<String>,
+    /// The license block, parsed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub license: Option<LicenseReport>,
     /// Signature and decryption checks done on request (`--trusted-keys`, key options).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<String>,
+}
+
+/// The license block, for people and scripts.
+#[derive(Debug, Serialize)]
+pub struct LicenseReport {
+    /// The license UUID.
+    pub license_id: String,
+    /// SHA-256 of the licensee's name, hex.
+    pub licensee_hash: String,
+    /// Issue time, RFC 3339 UTC.
+    pub issued_at: String,
+    /// Expiry time, RFC 3339 UTC.
+    pub expires_at: String,
+    /// Set license flags.
+    pub flags: Vec<&'static str>,
+    /// Seat limit (with SEATS_ENFORCED).
+    pub seat_limit: u16,
+    /// Query or inference limit (with QUERY_LIMITED).
+    pub query_limit: u32,
+    /// Custom terms (UTF-8, lossy).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub custom_terms: String,
+}
+
+impl LicenseReport {
+    fn of(block: &envelope_license::LicenseBlock) -> Self {
+        Self {
+            license_id: block.license_id.to_string(),
+            licensee_hash: block
+                .licensee_hash
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect(),
+            issued_at: unix_time(block.issued_at),
+            expires_at: unix_time(block.expires_at),
+            flags: block.flags.names().collect(),
+            seat_limit: block.seat_limit,
+            query_limit: block.query_limit,
+            custom_terms: String::from_utf8_lossy(&block.custom_terms).into_owned(),
+        }
+    }
+}
+
+/// Unix seconds as RFC 3339 UTC (or the raw number if out of the calendar's range).
+pub fn unix_time(seconds: u64) -> String {
+    i64::try_from(seconds)
+        .ok()
+        .and_then(|s| jiff::Timestamp::from_second(s).ok())
+        .map_or_else(|| format!("{seconds} (unix seconds)"), |t| t.to_string())
+}
+
+/// Reads the small framed sections after the payload (signature, license) from the file, by the
+/// offsets the verified walk found.
+fn read_span(path: &Path, span: envelope_core::Span) -> Result<Vec<u8>, envelope_core::Error> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let mut file = std::fs::File::open(path)?;
+    file.seek(SeekFrom::Start(span.offset))?;
+    let mut body = vec![0u8; usize::try_from(span.len).unwrap_or(0)];
+    file.read_exact(&mut body)?;
+    Ok(body)
 }
 
 /// One section of the report.
@@ -68,7 +134,16 @@ pub fn inspect(path: &Path, expected: Format) -> Result<Report, envelope_core::E
         }
         .into());
     }
-    Ok(report(path, &layout, index.as_ref()))
+    let mut report = report(path, &layout, index.as_ref());
+    if let Some(span) = layout.span(envelope_core::Section::Signature) {
+        let block = envelope_sign::SignatureBlock::parse(&read_span(path, span)?)?;
+        report.signer = Some(format!("ed25519 {}", block.signer));
+    }
+    if let Some(span) = layout.span(envelope_core::Section::License) {
+        let block = envelope_license::LicenseBlock::parse(&read_span(path, span)?)?;
+        report.license = Some(LicenseReport::of(&block));
+    }
+    Ok(report)
 }
 
 fn report(path: &Path, layout: &Layout, index: Option<&ChunkIndex>) -> Report {
@@ -102,6 +177,8 @@ fn report(path: &Path, layout: &Layout, index: Option<&ChunkIndex>) -> Report {
                 length: span.len,
             })
             .collect(),
+        signer: None,
+        license: None,
         checks: Vec::new(),
     }
 }
@@ -153,6 +230,28 @@ pub fn print_text(report: &Report) {
             "    {:<14} offset {:>12}  length {:>12}",
             section.name, section.offset, section.length
         );
+    }
+    if let Some(signer) = &report.signer {
+        println!("  signer       {signer} (not verified: pass --trusted-keys to verify)");
+    }
+    if let Some(license) = &report.license {
+        println!("  license      {}", license.license_id);
+        println!("    licensee   sha256 {}", license.licensee_hash);
+        println!("    issued     {}", license.issued_at);
+        println!("    expires    {}", license.expires_at);
+        let flags = if license.flags.is_empty() {
+            "-".to_owned()
+        } else {
+            license.flags.join(" ")
+        };
+        println!("    flags      {flags}");
+        println!(
+            "    limits     {} seats, {} queries",
+            license.seat_limit, license.query_limit
+        );
+        if !license.custom_terms.is_empty() {
+            println!("    terms      {}", license.custom_terms);
+        }
     }
     for check in &report.checks {
         println!("  {check}");

@@ -16,6 +16,7 @@ use envelope_crypto::{
     Argon2Params, DecryptionKey, Decryptor, EncryptOptions, EncryptTo, OsRng, Password,
     RecipientPublicKey,
 };
+use envelope_license::{LicenseBlock, LicenseFlags};
 use envelope_sign::{Identity, Policy, TrustedKeys};
 
 /// Which tool is running: its name, its format and its password variable.
@@ -175,14 +176,15 @@ impl KeyOptions {
     }
 
     /// Verifies the file at `path` under these options and returns its decoded payload: the
-    /// signature first (with `--trusted-keys`), then decryption (for encrypted files) and
-    /// decompression. This is the loading path of every command that reads a payload.
+    /// signature first (with `--trusted-keys`), then the license's expiry (for licensed files),
+    /// then decryption (for encrypted files) and decompression. This is the loading path of every command that reads a payload.
     ///
     /// # Errors
     /// The envelope, signature or decryption error, each naming its signal.
     pub fn load_payload(&self, tool: Tool, path: &Path) -> anyhow::Result<Vec<u8>> {
         let envelope = envelope_core::fs::load(path, tool.format)?;
         self.check_signature(&envelope)?;
+        check_license(&envelope)?;
         if !envelope.header().flags().contains(Flags::ENCRYPTED) {
             return Ok(envelope.decode_payload()?.into_owned());
         }
@@ -194,6 +196,17 @@ impl KeyOptions {
         let secret = self.secret(tool)?;
         Ok(decryptor(&envelope, &secret)?.payload()?)
     }
+}
+
+/// Refuses a licensed file whose license has expired (`LicenseExpired`), by the system clock.
+///
+/// # Errors
+/// `LicenseExpired`, or `InvalidFormat` for a malformed license block.
+pub fn check_license<B: AsRef<[u8]>>(envelope: &Envelope<B>) -> anyhow::Result<()> {
+    if let Some(license) = envelope_license::read_license(envelope)? {
+        license.check(unix_now()?)?;
+    }
+    Ok(())
 }
 
 fn decryptor<'e>(
@@ -277,6 +290,52 @@ pub enum SecurityCommand {
         /// Require a valid signature of FILE by a key in DIR before encrypting it.
         #[arg(long, value_name = "DIR")]
         trusted_keys: Option<PathBuf>,
+    },
+    /// Attach a license block for LICENSEE to FILE and sign the file with KEY (000 §9.1, 003
+    /// §8.1). The license is covered by the signature, so loaders that require a trusted
+    /// signature also get a license nobody could have edited. Expiry is enforced by default
+    /// (loading at or after the expiry date fails with LicenseExpired); the other limits are
+    /// recorded for the caller to enforce. Works on encrypted files (the license is not part of
+    /// the encrypted data); replaces an existing license and signature.
+    License {
+        /// The file to license.
+        file: PathBuf,
+        /// Who the license is for; the file stores only the SHA-256 of this name.
+        #[arg(long, value_name = "NAME")]
+        licensee: String,
+        /// Expiry date (UTC midnight at its start), as YYYY-MM-DD.
+        #[arg(long, value_name = "DATE")]
+        expires: jiff::civil::Date,
+        /// The seller's private key file (made by `keygen`), which signs the licensed file.
+        #[arg(long, value_name = "KEY")]
+        key: PathBuf,
+        /// Record the expiry without enforcing it.
+        #[arg(long)]
+        no_expiry_enforcement: bool,
+        /// Limit concurrent installations to N (recorded; SEATS_ENFORCED).
+        #[arg(long, value_name = "N")]
+        seats: Option<u16>,
+        /// Limit queries (datasets) or inferences (models) to N (recorded; QUERY_LIMITED).
+        #[arg(long, value_name = "N")]
+        queries: Option<u32>,
+        /// The content carries a buyer-specific fingerprint (WATERMARKED).
+        #[arg(long)]
+        watermarked: bool,
+        /// The license can be revoked remotely (REVOCABLE).
+        #[arg(long)]
+        revocable: bool,
+        /// The license can be resold (TRANSFERABLE).
+        #[arg(long)]
+        transferable: bool,
+        /// Custom terms: free text or a URL, stored as UTF-8 (at most 1 MiB).
+        #[arg(long, value_name = "TEXT")]
+        terms: Option<String>,
+        /// Write the licensed file here instead of replacing FILE (atomically).
+        #[arg(short = 'o', long = "output", value_name = "OUT")]
+        output: Option<PathBuf>,
+        /// Where the key file's password comes from.
+        #[command(flatten)]
+        password: PasswordSource,
     },
     /// Decrypt FILE's payload (with --password / --password-file, or --key KEY).
     Decrypt {
@@ -405,9 +464,75 @@ pub fn run(tool: Tool, command: SecurityCommand) -> anyhow::Result<()> {
             say(&format!("encrypted {}{note}", target.display()));
             Ok(())
         }
+        SecurityCommand::License {
+            file,
+            licensee,
+            expires,
+            key,
+            no_expiry_enforcement,
+            seats,
+            queries,
+            watermarked,
+            revocable,
+            transferable,
+            terms,
+            output,
+            password,
+        } => {
+            let envelope = envelope_core::fs::load(&file, tool.format)?;
+            let password = password.read(tool, "key file password", false)?;
+            let identity = envelope_sign::fs::read_identity(&key, &password)
+                .with_context(|| format!("opening the key file {}", key.display()))?;
+            let now = unix_now()?;
+            let expires_at = expires
+                .to_zoned(jiff::tz::TimeZone::UTC)
+                .context("Usage: --expires is out of range")?
+                .timestamp()
+                .as_second();
+            let expires_at =
+                u64::try_from(expires_at).context("Usage: --expires must be after 1970-01-01")?;
+            if expires_at <= now && !no_expiry_enforcement {
+                bail!("Usage: --expires {expires} is not in the future");
+            }
+            let mut random = [0u8; 16];
+            envelope_crypto::RngCore::fill_bytes(&mut OsRng, &mut random);
+            let mut license = LicenseBlock::new(random, &licensee, now, expires_at);
+            let mut flags = LicenseFlags::NONE;
+            for (set, flag) in [
+                (!no_expiry_enforcement, LicenseFlags::EXPIRATION_ENFORCED),
+                (seats.is_some(), LicenseFlags::SEATS_ENFORCED),
+                (queries.is_some(), LicenseFlags::QUERY_LIMITED),
+                (watermarked, LicenseFlags::WATERMARKED),
+                (revocable, LicenseFlags::REVOCABLE),
+                (transferable, LicenseFlags::TRANSFERABLE),
+            ] {
+                if set {
+                    flags = flags.with(flag);
+                }
+            }
+            license.flags = flags;
+            license.seat_limit = seats.unwrap_or(0);
+            license.query_limit = queries.unwrap_or(0);
+            license.custom_terms = terms.unwrap_or_default().into_bytes();
+            let mut parts = envelope.to_parts();
+            parts.signature = None;
+            parts.license = Some(license.encode()?.into());
+            let signed = envelope_sign::sign(&parts.to_bytes()?, &identity.signing_key())?;
+            let target = output.unwrap_or(file);
+            write_bytes(&target, &signed)?;
+            say(&format!(
+                "licensed {} to sha256({licensee}) until {} (license {}), signed by ed25519 {}",
+                target.display(),
+                crate::inspect::unix_time(expires_at),
+                license.license_id,
+                identity.signing_public_key()
+            ));
+            Ok(())
+        }
         SecurityCommand::Decrypt { file, output, keys } => {
             let envelope = envelope_core::fs::load(&file, tool.format)?;
             keys.check_signature(&envelope)?;
+            check_license(&envelope)?;
             if !envelope.header().flags().contains(Flags::ENCRYPTED) {
                 bail!("Usage: {} is not encrypted", file.display());
             }
@@ -419,6 +544,17 @@ pub fn run(tool: Tool, command: SecurityCommand) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// Seconds since the Unix epoch, from the system clock.
+///
+/// # Errors
+/// If the clock is before 1970.
+pub fn unix_now() -> anyhow::Result<u64> {
+    Ok(std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .context("Io: the system clock is before 1970")?
+        .as_secs())
 }
 
 fn encrypt(parts: &EnvelopeParts<'_>, to: EncryptTo<'_>) -> anyhow::Result<EnvelopeParts<'static>> {
@@ -469,6 +605,10 @@ pub fn deep_checks(tool: Tool, path: &Path, keys: &KeyOptions) -> anyhow::Result
     let envelope = envelope_core::fs::load(path, tool.format)?;
     if let Some(signer) = keys.check_signature(&envelope)? {
         lines.push(format!("signature    valid, trusted key ed25519 {signer}"));
+    }
+    if envelope.section(Section::License).is_some() {
+        check_license(&envelope)?;
+        lines.push("license      valid now".to_owned());
     }
     if keys.wants_decryption() && envelope.section(Section::Encryption).is_some() {
         let secret = keys.secret(tool)?;

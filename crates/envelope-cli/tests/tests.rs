@@ -436,3 +436,103 @@ fn multi_recipient_encryption_then_signing_and_every_recipient_decrypts() {
     );
     assert_fails_with(&output, "SignatureInvalid");
 }
+
+#[test]
+fn license_attaches_a_signed_license_and_expiry_is_enforced() {
+    let alimentar = env!("CARGO_BIN_EXE_alimentar");
+    let ws = Workspace::new();
+    let key = ws.keygen(alimentar, "seller");
+    let pw = ws.path("seller.pw");
+    let dataset = ws.write(
+        "data.ald",
+        &std::fs::read(data("dataset_plain.ald")).unwrap(),
+    );
+    let licensed = ws.path("licensed.ald");
+    let output = run(
+        alimentar,
+        &[
+            "license",
+            &dataset,
+            "--licensee",
+            "buyer@example.com",
+            "--expires",
+            "2099-12-31",
+            "--key",
+            &key,
+            "--password-file",
+            &pw,
+            "--seats",
+            "3",
+            "--terms",
+            "research only",
+            "-o",
+            &licensed,
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        said.contains("licensed") && said.contains("2099-12-31T00:00:00Z"),
+        "{said}"
+    );
+
+    // The license is covered by the signature, which a trusted-key check verifies.
+    let trusted = ws.path("trusted-seller");
+    let output = run(
+        alimentar,
+        &["verify", &licensed, "--trusted-keys", &trusted],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let envelope = Envelope::from_vec(std::fs::read(&licensed).unwrap(), Format::Dataset).unwrap();
+    let license = envelope_license::read_license(&envelope).unwrap().unwrap();
+    assert!(license.is_for("buyer@example.com"));
+    assert_eq!(license.seat_limit, 3);
+    assert_eq!(license.custom_terms, b"research only");
+    assert_eq!(
+        license.flags.names().collect::<Vec<_>>(),
+        ["SEATS_ENFORCED", "EXPIRATION_ENFORCED"]
+    );
+
+    // A past date is refused unless expiry is only recorded.
+    let args = |date: &'static str, enforce: bool| {
+        let mut args = vec![
+            "license",
+            &*dataset,
+            "--licensee",
+            "x",
+            "--expires",
+            date,
+            "--key",
+            &*key,
+            "--password-file",
+            &*pw,
+            "-o",
+            &*licensed,
+        ];
+        if !enforce {
+            args.push("--no-expiry-enforcement");
+        }
+        args
+    };
+    assert_fails_with(
+        &run(alimentar, &args("2001-01-01", true)),
+        "Usage: --expires 2001-01-01 is not in the future",
+    );
+    let output = run(alimentar, &args("tomorrow", true));
+    assert_eq!(output.status.code(), Some(2), "a command-line error");
+    assert!(stderr(&output).contains("invalid value 'tomorrow' for '--expires <DATE>'"));
+    let output = run(alimentar, &args("2001-01-01", false));
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    // An enforced license that has expired stops every command that reads the payload.
+    let original = Envelope::from_vec(std::fs::read(&dataset).unwrap(), Format::Dataset).unwrap();
+    let mut parts = original.to_parts();
+    let mut expired = envelope_license::LicenseBlock::new([1; 16], "buyer", 1_000, 2_000);
+    expired.flags = envelope_license::LicenseFlags::EXPIRATION_ENFORCED;
+    parts.license = Some(expired.encode().unwrap().into());
+    let stale = ws.write("stale.ald", &parts.to_bytes().unwrap());
+    assert_fails_with(
+        &run(alimentar, &["decrypt", &stale, "--password"]),
+        "LicenseExpired: license expired at 2000",
+    );
+}

@@ -60,7 +60,12 @@ fn samples() -> Vec<Sample> {
         uncompressed_size: 256,
     };
     parts.signature = Some(Cow::Owned(vec![0x5a; 97]));
-    parts.license = Some(Cow::Owned(vec![0xa5; 75]));
+    // Opaque to this crate, but shaped as a valid license block (docs/license.md) so the tools
+    // that do parse it accept the sample: flags 0x25 (no expiry enforced), no custom terms.
+    let mut license = vec![0xa5; 75];
+    license[64] = 0x25;
+    license[71..].fill(0);
+    parts.license = Some(Cow::Owned(license));
     out.push(Sample {
         name: "model_signed_licensed.apr",
         bytes: parts.to_bytes().unwrap(),
