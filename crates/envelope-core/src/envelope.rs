@@ -78,7 +78,10 @@ impl<B: AsRef<[u8]>> Envelope<B> {
     /// that act on a license verify it (`envelope-sign`), which reads every byte.
     /// [`Envelope::verify_checksum`] computes the whole-file CRC32 on demand.
     ///
-    /// A file without the STREAMING flag is verified exactly as by [`Envelope::parse`].
+    /// In a TRUENO_NATIVE file without STREAMING, [`Envelope::decode_payload`] computes the whole
+    /// CRC32 first; the zero-copy crate checks tensors one by one with the checksums in its index.
+    ///
+    /// A file with neither flag is verified exactly as by [`Envelope::parse`].
     ///
     /// # Errors
     /// As [`Envelope::parse`], with `ChecksumMismatch` reporting the prefix CRC32 for STREAMING
@@ -273,6 +276,11 @@ impl<B: AsRef<[u8]>> Envelope<B> {
     /// or one whose size differs from the declared size.
     pub fn decode_payload(&self) -> Result<Cow<'_, [u8]>> {
         self.refuse_encrypted()?;
+        if self.lazy && self.chunk_index.is_none() {
+            // A lazily opened TRUENO_NATIVE file: the trailer is the payload's only checksum
+            // here (the zero-copy crate checks tensors one by one instead).
+            self.verify_checksum()?;
+        }
         let compression = self.header().compression();
         // Compressed chunks are checked by `decode_chunk` below; stored ones here.
         if self.lazy

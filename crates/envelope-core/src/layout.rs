@@ -209,10 +209,11 @@ fn identify_head(
     Ok((head, head_len))
 }
 
-/// The lazy walk of a STREAMING file (`Envelope::parse_lazy`): instead of the whole-file CRC32,
-/// the chunk index's `prefix_crc32c` is checked over the bytes before it, which is all that is
-/// interpreted; chunks are checked one by one when read. Returns `lazy = false` (after the full
-/// walk) for a file without the STREAMING flag.
+/// The lazy walk of a STREAMING or TRUENO_NATIVE file (`Envelope::parse_lazy`): instead of the
+/// whole-file CRC32, the `prefix_crc32c` of the last index before the payload (the chunk index,
+/// else the tensor index) is checked over the bytes before it, which is all that is interpreted;
+/// chunks (or tensors, by the zero-copy crate) are checked one by one when read. Returns
+/// `lazy = false` (after the full walk) for a file with neither flag.
 pub(crate) fn walk_lazy(
     bytes: &[u8],
     expected: Option<Format>,
@@ -220,10 +221,12 @@ pub(crate) fn walk_lazy(
     let mut source = bytes;
     let (head, _) = identify_head(&mut source, expected)?;
     let raw_flags = head[21];
-    if raw_flags & Flags::STREAMING.bits() == 0 {
+    let streaming = raw_flags & Flags::STREAMING.bits() != 0;
+    let trueno = raw_flags & Flags::TRUENO_NATIVE.bits() != 0;
+    if !streaming && !trueno {
         return walk(&mut source, expected).map(|(layout, index)| (layout, index, false));
     }
-    // Locate the chunk index from the raw size fields alone; nothing found on the way is used
+    // Locate the indexes from the raw size fields alone; nothing found on the way is used
     // unless the prefix CRC-32C below matches.
     let format =
         Format::from_magic([head[0], head[1], head[2], head[3]]).unwrap_or(Format::Dataset);
@@ -240,23 +243,22 @@ pub(crate) fn walk_lazy(
     };
     walker.fixed(Section::Metadata, u64::from(metadata_size))?;
     walker.fixed(Section::Schema, u64::from(schema_size))?;
-    walker.framed_if(
-        raw_flags & Flags::TRUENO_NATIVE.bits() != 0,
-        Section::TensorIndex,
-    )?;
-    let index = walker
-        .framed_if(true, Section::ChunkIndex)?
-        .unwrap_or_default();
+    let tensor_index = walker.framed_if(trueno, Section::TensorIndex)?;
+    // The last index before the payload carries the CRC-32C of every byte before it.
+    let (index, section) = match walker.framed_if(streaming, Section::ChunkIndex)? {
+        Some(chunk_index) => (chunk_index, Section::ChunkIndex),
+        None => (tensor_index.unwrap_or_default(), Section::TensorIndex),
+    };
     if index.len < crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN as u64 {
         return Err(Error::truncated(
-            Section::ChunkIndex,
+            section,
             index.offset,
             crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN as u64,
             index.len,
         ));
     }
     let field = usize::try_from(index.end() - crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN as u64)
-        .map_err(|_| Error::InvalidArgument("chunk index beyond memory"))?;
+        .map_err(|_| Error::InvalidArgument("index beyond memory"))?;
     let stored = u32::from_le_bytes([
         bytes[field],
         bytes[field + 1],
@@ -294,6 +296,17 @@ fn walk_sections(
     let schema = walker.fixed(Section::Schema, u64::from(header.schema_size()))?;
     let tensor_index =
         walker.framed_if(flags.contains(Flags::TRUENO_NATIVE), Section::TensorIndex)?;
+    if let Some(span) = tensor_index.filter(|_| check_prefix) {
+        if span.len < crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN as u64 {
+            return Err(Error::truncated(
+                Section::TensorIndex,
+                span.offset,
+                crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN as u64,
+                span.len,
+            ));
+        }
+        check_prefix_crc(walker.source, span, "tensor index prefix_crc32c")?;
+    }
     let chunk_span = walker.framed_if(flags.contains(Flags::STREAMING), Section::ChunkIndex)?;
     let encryption = walker.framed_if(flags.contains(Flags::ENCRYPTED), Section::Encryption)?;
 
@@ -349,6 +362,33 @@ fn walk_sections(
         file_len,
     };
     Ok((layout, chunk_index))
+}
+
+/// Checks the `prefix_crc32c` in the last 4 bytes of the index body `span` (at least 4 bytes)
+/// against the bytes before it (full walk: the trailer has already been verified, so a mismatch is
+/// a structural fault, `SizeMismatch`).
+fn check_prefix_crc(source: &mut impl ByteSource, span: Span, what: &'static str) -> Result<()> {
+    let field = span.end() - crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN as u64;
+    let mut prefix = vec![
+        0u8;
+        usize::try_from(span.end())
+            .map_err(|_| Error::InvalidArgument("index beyond memory"))?
+    ];
+    source.read_exact_at(0, &mut prefix)?;
+    let (covered, stored) =
+        prefix.split_at(prefix.len() - crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN);
+    let stored = u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]]);
+    let computed = masked_prefix_crc32c(covered);
+    debug_assert_eq!(covered.len() as u64, field);
+    if computed != stored {
+        return Err(FormatError::SizeMismatch {
+            what,
+            declared: u64::from(stored),
+            found: u64::from(computed),
+        }
+        .into());
+    }
+    Ok(())
 }
 
 /// The stored and decoded payload sizes, reconciling the header's u32 fields with the chunk

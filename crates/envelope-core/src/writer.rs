@@ -314,7 +314,17 @@ impl EnvelopeParts<'_> {
         out.extend_from_slice(&self.metadata);
         out.extend_from_slice(&self.schema);
         if let Some(body) = &self.tensor_index {
+            // The body's last 4 bytes are the tensor index's prefix CRC-32C (docs/envelope.md §4.2),
+            // the rest is the zero-copy crate's.
+            if body.len() < CHUNK_INDEX_SUFFIX_LEN {
+                return Err(Error::InvalidArgument(
+                    "a tensor index body ends with a 4-byte prefix_crc32c",
+                ));
+            }
             write_frame(&mut out, Section::TensorIndex, body)?;
+            let field = out.len() - CHUNK_INDEX_SUFFIX_LEN;
+            let crc = masked_prefix_crc32c(&out[..field]);
+            out[field..].copy_from_slice(&crc.to_le_bytes());
         }
         if let Some(index) = index {
             write_frame(&mut out, Section::ChunkIndex, &index.encode()?)?;

@@ -24,13 +24,42 @@ pub(crate) fn parse_header(data: &[u8]) {
 /// behind the checksum.
 pub(crate) fn envelope_reader(data: &[u8]) {
     check_round_trip(data);
+    check_lazy(data);
     if data.len() >= 4 {
         let mut fixed = data.to_vec();
         let body = fixed.len() - 4;
         let crc = crc32fast::hash(&fixed[..body]);
         fixed[body..].copy_from_slice(&crc.to_le_bytes());
         check_round_trip(&fixed);
+        check_lazy(&fixed);
     }
+}
+
+/// The lazy reader never panics, and wherever it and the full reader both accept a file they
+/// agree on its layout, its chunks and its payload.
+fn check_lazy(data: &[u8]) {
+    let Some(format) = envelope_core::identify(data).ok().map(|(format, _)| format) else {
+        return;
+    };
+    let Ok(lazy) = Envelope::parse_lazy(data, format) else {
+        return;
+    };
+    let full = Envelope::parse(data, format).ok();
+    if let Some(full) = &full {
+        assert_eq!(lazy.layout(), full.layout(), "lazy and full walks agree");
+    }
+    let lazy_payload = lazy.decode_payload();
+    if let (Ok(lazy_payload), Some(Ok(full_payload))) =
+        (&lazy_payload, full.as_ref().map(Envelope::decode_payload))
+    {
+        assert_eq!(lazy_payload, &full_payload, "lazy and full payloads agree");
+    }
+    if let Some(index) = lazy.chunk_index() {
+        for chunk in 0..index.len() {
+            let _ = lazy.decode_chunk(chunk);
+        }
+    }
+    let _ = lazy.verify_checksum();
 }
 
 fn check_round_trip(data: &[u8]) {
