@@ -150,6 +150,13 @@ impl<B: AsRef<[u8]>> Envelope<B> {
         self.bytes.as_ref()
     }
 
+    /// The storage (a memory map, a vector, ...), for storage-specific calls such as read-ahead
+    /// hints.
+    #[must_use]
+    pub fn storage(&self) -> &B {
+        &self.bytes
+    }
+
     /// Gives the storage back.
     #[must_use]
     pub fn into_inner(self) -> B {

@@ -395,6 +395,24 @@ pub enum Error {
         /// What needed it.
         what: &'static str,
     },
+    /// The caller asked for a named item (a tensor, a column, a chunk) the file does not have.
+    #[error("Usage: no {kind} named {name:?} in this file")]
+    NoSuchItem {
+        /// What kind of item (`tensor`, `column`, ...).
+        kind: &'static str,
+        /// The name asked for.
+        name: String,
+    },
+    /// The caller asked for an item as a type it is not stored as.
+    #[error("Usage: {name:?} holds {stored}, not {requested}")]
+    WrongType {
+        /// The item's name.
+        name: String,
+        /// Its stored type.
+        stored: &'static str,
+        /// The type asked for.
+        requested: &'static str,
+    },
     /// The caller passed arguments that cannot work together.
     #[error("Usage: {0}")]
     InvalidArgument(&'static str),
@@ -431,6 +449,8 @@ impl Error {
             Self::SectionTooLarge { .. }
             | Self::FeatureDisabled { .. }
             | Self::InvalidArgument(_)
+            | Self::NoSuchItem { .. }
+            | Self::WrongType { .. }
             | Self::ExportFailed { .. } => Signal::Usage,
             Self::Io(_) => Signal::Io,
         }
