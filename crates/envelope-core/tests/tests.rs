@@ -54,11 +54,16 @@ fn samples() -> Vec<Sample> {
     let mut parts = EnvelopeParts::new(Format::Model, 0x0020);
     parts.metadata = Cow::Borrowed(b"\x81\xa4name\xa3mlp");
     parts.quantized = true;
-    parts.tensor_index = Some(Cow::Borrowed(b"TENSOR-INDEX"));
     parts.payload = Payload::Whole {
         stored: Cow::Borrowed(&payload),
         uncompressed_size: 256,
     };
+    // Opaque here, but shaped as docs/zerocopy.md says so the tools that parse it accept the
+    // sample: no tensors (`tensor_count` 0), zero padding that puts the payload on a 64-byte
+    // boundary, then the 4 bytes of prefix_crc32c the writer fills in.
+    parts.tensor_index = Some(Cow::Owned(vec![0; 8]));
+    let padding = 64 - parts.bytes_before_payload().unwrap().len() % 64;
+    parts.tensor_index = Some(Cow::Owned(vec![0; 8 + padding % 64]));
     parts.signature = Some(Cow::Owned(vec![0x5a; 97]));
     // Opaque to this crate, but shaped as a valid license block (docs/license.md) so the tools
     // that do parse it accept the sample: flags 0x25 (no expiry enforced), no custom terms.
@@ -238,12 +243,15 @@ fn sections_are_located_in_file_order_and_cover_the_file() {
     }
     assert_eq!(at, sample.bytes.len() as u64);
     // The tensor index body is opaque here except its last 4 bytes, the prefix CRC-32C the writer
-    // fills in.
+    // fills in; the sample's is an empty index padded so the payload is 64-byte aligned.
+    let tensor_index = envelope.section(Section::TensorIndex).unwrap();
     assert_eq!(
-        envelope
-            .section(Section::TensorIndex)
-            .map(|body| &body[..8]),
-        Some(&b"TENSOR-I"[..])
+        &tensor_index[..tensor_index.len() - 4],
+        &vec![0u8; tensor_index.len() - 4][..]
+    );
+    assert_eq!(
+        envelope.layout().span(Section::Payload).unwrap().offset % 64,
+        0
     );
     assert_eq!(envelope.section(Section::Encryption), None);
 }

@@ -34,17 +34,21 @@ def crc32c(data: bytes) -> int:
 
 
 def fix_prefix_crc(data: bytes) -> bytes:
-    """Recomputes a STREAMING file's chunk index prefix_crc32c (docs/envelope.md §4)."""
+    """Recomputes the prefix_crc32c of the tensor index (TRUENO_NATIVE) and of the chunk index
+    (STREAMING), in file order (docs/envelope.md §4, §4.2)."""
     metadata_size, = struct.unpack_from("<I", data, 8)
     flags = data[21]
     schema_size = struct.unpack_from("<H", data, 22)[0] if data[:4] == b"ALDF" else 0
     at = 32 + metadata_size + schema_size
-    if flags & 0x10:  # TRUENO_NATIVE: skip the tensor index frame
-        at += 4 + struct.unpack_from("<I", data, at)[0]
-    length, = struct.unpack_from("<I", data, at)
-    field = at + 4 + length - 4
-    masked = data[:21] + bytes([flags & ~0x0A]) + data[22:field]
-    return data[:field] + struct.pack("<I", crc32c(masked)) + data[field + 4:]
+    for present in (flags & 0x10, flags & 0x04):  # TRUENO_NATIVE, STREAMING
+        if not present:
+            continue
+        length, = struct.unpack_from("<I", data, at)
+        field = at + 4 + length - 4
+        masked = data[:21] + bytes([flags & ~0x0A]) + data[22:field]
+        data = data[:field] + struct.pack("<I", crc32c(masked)) + data[field + 4:]
+        at += 4 + length
+    return data
 
 
 def patch(data: bytes, offset: int, new: bytes) -> bytes:
@@ -58,8 +62,8 @@ vectors = {
     "fail_newer_minor.UnsupportedVersion.ald": patch(plain, 4, b"\x01\x09"),
     "fail_bit_flip_in_payload.ChecksumMismatch.ald": patch(plain, 100, bytes([plain[100] ^ 0x04])),
     "fail_truncated.ChecksumMismatch.apr": model[:-10],
-    "fail_reserved_flag.InvalidFormat.apr": fix_crc(patch(model, 21, bytes([model[21] | 0x80]))),
-    "fail_reserved_byte.InvalidFormat.apr": fix_crc(patch(model, 30, b"\x01")),
+    "fail_reserved_flag.InvalidFormat.apr": fix_crc(fix_prefix_crc(patch(model, 21, bytes([model[21] | 0x80])))),
+    "fail_reserved_byte.InvalidFormat.apr": fix_crc(fix_prefix_crc(patch(model, 30, b"\x01"))),
     "fail_unknown_compression.InvalidFormat.ald": fix_crc(patch(plain, 20, b"\x07")),
     "fail_metadata_past_end.InvalidFormat.ald": fix_crc(patch(plain, 8, struct.pack("<I", 10_000))),
     "fail_trailing_bytes.InvalidFormat.ald": fix_crc(plain[:-4] + b"junk" + plain[-4:]),
