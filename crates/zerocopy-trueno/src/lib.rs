@@ -88,3 +88,8 @@ impl AlignedTensors<mapped_file::MappedFile> {
         }
     }
 }
+
+#[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
+mod mapped;
+#[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
+pub use mapped::{MappedDataset, MappedModel};

@@ -327,3 +327,44 @@ fn trueno_computes_on_mapped_tensors() {
     let w = tensors.tensor("w").unwrap().to_trueno_matrix().unwrap();
     assert_eq!(w.matvec(&x).unwrap().as_slice(), &[8.0, 26.0]);
 }
+
+#[test]
+fn mapped_model_and_dataset_hand_out_borrowed_tensors() {
+    let dir = tempfile::tempdir().unwrap();
+    let model_path = dir.path().join("m.apr");
+    let samples = model_samples();
+    std::fs::write(&model_path, build(Format::Model, &samples, None)).unwrap();
+    let model = zerocopy_trueno::MappedModel::open(&model_path).unwrap();
+    assert_eq!(model.model_type(), 0x0001);
+    assert_eq!(model.metadata(), b"\x81\xa4name\xa4test");
+    let weights = model.get_f32("embed.weight").unwrap();
+    assert_eq!(weights.len(), 7 * 13);
+    assert_eq!(weights.as_ptr() as usize % 64, 0);
+    assert_eq!(
+        weights,
+        &samples[0]
+            .bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+            .collect::<Vec<_>>()[..]
+    );
+    model.prefetch("embed.weight");
+    assert_eq!(model.get_f32("norm").unwrap_err().signal(), Signal::Usage);
+    #[cfg(feature = "trueno")]
+    {
+        assert_eq!(model.get_vector("scalar").unwrap().as_slice(), &[-3.0]);
+        assert_eq!(model.get_matrix("embed.weight").unwrap().rows(), 7);
+    }
+    // A model is not a dataset.
+    let error = zerocopy_trueno::MappedDataset::open(&model_path).unwrap_err();
+    assert_eq!(error.signal(), Signal::InvalidFormat);
+
+    let data_path = dir.path().join("d.ald");
+    std::fs::write(&data_path, build(Format::Dataset, &dataset_samples(), None)).unwrap();
+    let dataset = zerocopy_trueno::MappedDataset::open(&data_path).unwrap();
+    assert_eq!(
+        dataset.get("price").unwrap().to_vec::<f64>().unwrap().len(),
+        33
+    );
+    assert_eq!(dataset.get_f32("score").unwrap().len(), 33);
+}
