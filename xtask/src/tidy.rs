@@ -35,29 +35,55 @@ fn every_module_opens_with_a_module_doc() {
     );
 }
 
-/// The harness copies `[workspace.lints]` because a wasm module's exports need
-/// `#[unsafe(no_mangle)]`; this keeps the copy from drifting. The one allowed difference is
-/// `unsafe_code = "deny"` instead of `"forbid"`.
+/// Two crates copy `[workspace.lints]` because they need `unsafe` somewhere: the wasm harness
+/// (its exports need `#[unsafe(no_mangle)]`) and `mapped-file` (creating a memory map). This keeps
+/// the copies from drifting. The one allowed difference is `unsafe_code = "deny"` instead of
+/// `"forbid"`, and no other crate may leave the workspace lints.
 #[test]
-fn harness_lints_match_the_workspace() {
+fn lint_copies_match_the_workspace() {
+    const COPIES: [&str; 2] = [
+        "tests/wasm-roundtrip/Cargo.toml",
+        "crates/mapped-file/Cargo.toml",
+    ];
     let root = project_root();
     let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_default();
     let workspace = read(&root.join("Cargo.toml"));
-    let harness = read(&root.join("tests/wasm-roundtrip/Cargo.toml"));
-    for group in ["rust", "clippy"] {
-        let mut expected = table(&workspace, &format!("[workspace.lints.{group}]"));
-        let found = table(&harness, &format!("[lints.{group}]"));
-        assert!(!expected.is_empty(), "no [workspace.lints.{group}] found");
-        if group == "rust" {
+    for copy in COPIES {
+        let manifest = read(&root.join(copy));
+        for group in ["rust", "clippy"] {
+            let mut expected = table(&workspace, &format!("[workspace.lints.{group}]"));
+            let found = table(&manifest, &format!("[lints.{group}]"));
+            assert!(!expected.is_empty(), "no [workspace.lints.{group}] found");
+            if group == "rust" {
+                assert_eq!(
+                    expected.insert("unsafe_code".into(), "\"deny\"".into()),
+                    Some("\"forbid\"".into())
+                );
+            }
             assert_eq!(
-                expected.insert("unsafe_code".into(), "\"deny\"".into()),
-                Some("\"forbid\"".into())
+                found, expected,
+                "{copy} [lints.{group}] differs from the workspace's"
             );
         }
-        assert_eq!(
-            found, expected,
-            "tests/wasm-roundtrip/Cargo.toml [lints.{group}] differs from the workspace's"
-        );
+    }
+    for manifest in std::fs::read_dir(root.join("crates"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let path = manifest.path().join("Cargo.toml");
+        let text = read(&path);
+        let relative = path
+            .strip_prefix(&root)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        if !COPIES.contains(&relative.as_str()) {
+            assert!(
+                text.contains("[lints]\nworkspace = true"),
+                "{relative} must use the workspace lints ([lints] workspace = true)"
+            );
+        }
     }
 }
 
