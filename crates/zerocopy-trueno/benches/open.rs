@@ -2,9 +2,9 @@
 //! memory map of the same tensors and with a full in-memory load (read the file, verify it, copy
 //! every tensor out: what a non-zero-copy loader does).
 //!
-//! Files: 200 f32 tensors of 1280 x 1024 (1 GiB) and 20 of the same (100 MiB), written once to
-//! `$ZEROCOPY_BENCH_DIR` (default `/tmp/zerocopy-bench`) as `.apr` (TRUENO_NATIVE) and
-//! `.safetensors`.
+//! Files: 200 f32 tensors each, of 1280 x 1024 (1 GiB) and of 128 x 1024 (100 MiB), so the two
+//! differ in size only; written once to `$ZEROCOPY_BENCH_DIR` (default `/tmp/zerocopy-bench`) as
+//! `.apr` (TRUENO_NATIVE) and `.safetensors`.
 //!
 //! Run: `cargo bench -p zerocopy-trueno --bench open`
 
@@ -18,8 +18,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use envelope_core::{EnvelopeParts, Format};
 use zerocopy_trueno::{BackendHint, DType, Integrity, MappedModel, TensorIndex, aligned_parts};
 
-const ROWS: u64 = 1280;
 const COLS: u64 = 1024;
+const TENSORS: usize = 200;
 
 fn dir() -> PathBuf {
     let dir = std::env::var_os("ZEROCOPY_BENCH_DIR")
@@ -28,23 +28,24 @@ fn dir() -> PathBuf {
     dir
 }
 
-fn tensor_bytes(seed: usize) -> Vec<u8> {
-    let len = usize::try_from(ROWS * COLS).unwrap();
+fn tensor_bytes(rows: u64, seed: usize) -> Vec<u8> {
+    let len = usize::try_from(rows * COLS).unwrap();
     (0..len)
         .flat_map(|i| (((i * 7 + seed * 13) % 1000) as f32 * 1e-3).to_le_bytes())
         .collect()
 }
 
-/// Writes `count` tensors as `<stem>.apr` and `<stem>.safetensors` unless they exist.
-fn ensure(stem: &str, count: usize) -> (PathBuf, PathBuf) {
+/// Writes [`TENSORS`] tensors of `rows` x [`COLS`] as `<stem>.apr` and `<stem>.safetensors`
+/// unless they exist.
+fn ensure(stem: &str, rows: u64) -> (PathBuf, PathBuf) {
     let apr = dir().join(format!("{stem}.apr"));
     let st = dir().join(format!("{stem}.safetensors"));
     if apr.exists() && st.exists() {
         return (apr, st);
     }
-    let names: Vec<String> = (0..count).map(|i| format!("layers.{i}.weight")).collect();
-    let data: Vec<Vec<u8>> = (0..count).map(tensor_bytes).collect();
-    let shape = [ROWS, COLS];
+    let names: Vec<String> = (0..TENSORS).map(|i| format!("layers.{i}.weight")).collect();
+    let data: Vec<Vec<u8>> = (0..TENSORS).map(|seed| tensor_bytes(rows, seed)).collect();
+    let shape = [rows, COLS];
     let index = TensorIndex::plan(
         names
             .iter()
@@ -66,7 +67,7 @@ fn ensure(stem: &str, count: usize) -> (PathBuf, PathBuf) {
         .zip(&data)
         .map(|(name, bytes)| {
             let shape = vec![
-                usize::try_from(ROWS).unwrap(),
+                usize::try_from(rows).unwrap(),
                 usize::try_from(COLS).unwrap(),
             ];
             (
@@ -104,8 +105,8 @@ fn full_load(path: &Path) -> Vec<Vec<f32>> {
 }
 
 fn bench_open(c: &mut Criterion) {
-    for (stem, count) in [("model_100MiB", 20), ("model_1GiB", 200)] {
-        let (apr, st) = ensure(stem, count);
+    for (stem, rows) in [("model_100MiB", 128), ("model_1GiB", 1280)] {
+        let (apr, st) = ensure(stem, rows);
         let mut g = c.benchmark_group(format!("open_{stem}"));
         g.bench_function("mapped_model_open", |b| {
             b.iter(|| black_box(MappedModel::open(&apr).unwrap()));
@@ -118,7 +119,7 @@ fn bench_open(c: &mut Criterion) {
             });
         });
         g.sample_size(10)
-            .measurement_time(Duration::from_secs(if count > 100 { 30 } else { 8 }));
+            .measurement_time(Duration::from_secs(if rows > 1000 { 30 } else { 8 }));
         g.bench_function("full_load_read_verify_copy", |b| {
             b.iter(|| black_box(full_load(&apr).len()));
         });
@@ -127,10 +128,12 @@ fn bench_open(c: &mut Criterion) {
 }
 
 fn bench_sum(c: &mut Criterion) {
-    let (apr, st) = ensure("model_1GiB", 200);
+    let (apr, st) = ensure("model_1GiB", 1280);
     let mut g = c.benchmark_group("sum_every_tensor_1GiB");
     g.sample_size(10).measurement_time(Duration::from_secs(20));
-    g.throughput(criterion::Throughput::Bytes(200 * ROWS * COLS * 4));
+    g.throughput(criterion::Throughput::Bytes(
+        TENSORS as u64 * 1280 * COLS * 4,
+    ));
     // First touch: a fresh open, every tensor checked by its CRC-32C on first access, then summed.
     g.bench_function("mapped_first_touch_per_tensor_crc", |b| {
         b.iter(|| {
