@@ -1,0 +1,476 @@
+//! Saving models to `.apr` bytes and loading them back (001 §2-§5), from memory: this is the path
+//! `include_bytes!` models take (001 §1.1) and it builds for wasm32.
+//!
+//! Order of checks on load (001 §5.1): the envelope's magic, version, CRC32, header rules and
+//! section bounds ([`Envelope::parse`]), then the model type against the caller's, then the
+//! metadata map, then the payload; nothing of the payload is parsed before the checksum passed.
+//! Signature and decryption checks, when the caller asks for them, come before the payload too
+//! (`crate::commercial` and `envelope-sign`'s `Policy`).
+
+use std::borrow::Cow;
+
+use envelope_core::{
+    Compression, Envelope, EnvelopeParts, Error, Format, FormatError, Payload, Result,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::card::{ModelCard, ModelMetadata, PayloadKind, TensorEntry};
+use crate::model::TensorModel;
+use crate::model_type::ModelType;
+use crate::tensor::{DType, Tensor};
+
+/// Deepest nesting of MessagePack arrays and maps a serde payload may have (a decision tree of
+/// depth 100 needs about 200). Deeper input is `InvalidFormat`, never a stack overflow.
+pub const MAX_PAYLOAD_DEPTH: usize = 512;
+
+/// How to write a model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SaveOptions {
+    /// The model card.
+    pub card: ModelCard,
+    /// Payload compression (each tensor chunk is compressed alone).
+    pub compression: Compression,
+}
+
+impl Default for SaveOptions {
+    fn default() -> Self {
+        Self {
+            card: ModelCard::default(),
+            compression: Compression::None,
+        }
+    }
+}
+
+/// The envelope parts of a serde model, ready to write, encrypt or sign.
+///
+/// # Errors
+/// `InvalidArgument` if the model cannot be encoded as MessagePack; `Usage` if the compression is
+/// not compiled in.
+pub fn model_parts<M: Serialize + ?Sized>(
+    model: &M,
+    model_type: ModelType,
+    options: &SaveOptions,
+) -> Result<EnvelopeParts<'static>> {
+    let body = rmp_serde::to_vec_named(model)
+        .map_err(|_| Error::InvalidArgument("the model cannot be encoded as MessagePack"))?;
+    let metadata = ModelMetadata {
+        model_card: options.card.clone(),
+        payload: PayloadKind::Serde,
+        tensors: Vec::new(),
+        quantization: None,
+    };
+    let mut parts = EnvelopeParts::new(Format::Model, model_type.id());
+    parts.compression = options.compression;
+    parts.metadata = Cow::Owned(metadata.encode()?);
+    let payload = Payload::compressed(options.compression, &body)?;
+    parts.payload = owned(payload);
+    Ok(parts)
+}
+
+fn owned(payload: Payload<'_>) -> Payload<'static> {
+    match payload {
+        Payload::Whole {
+            stored,
+            uncompressed_size,
+        } => Payload::Whole {
+            stored: Cow::Owned(stored.into_owned()),
+            uncompressed_size,
+        },
+        Payload::Chunked { index, stored } => Payload::Chunked {
+            index,
+            stored: Cow::Owned(stored.into_owned()),
+        },
+    }
+}
+
+/// A serde model as `.apr` bytes.
+///
+/// # Errors
+/// As [`model_parts`].
+pub fn save_to_bytes<M: Serialize + ?Sized>(
+    model: &M,
+    model_type: ModelType,
+    options: &SaveOptions,
+) -> Result<Vec<u8>> {
+    model_parts(model, model_type, options)?.to_bytes()
+}
+
+/// The metadata of a tensor model.
+pub(crate) fn tensor_metadata(model: &TensorModel, card: &ModelCard) -> ModelMetadata {
+    ModelMetadata {
+        model_card: card.clone(),
+        payload: PayloadKind::Tensors,
+        tensors: model
+            .tensors
+            .iter()
+            .map(|t| TensorEntry {
+                name: t.name.clone(),
+                dtype: t.dtype.code(),
+                shape: t.shape.clone(),
+                quantizer: t.quantizer.clone(),
+            })
+            .collect(),
+        quantization: model.quantization.clone(),
+    }
+}
+
+/// The envelope parts of a tensor model: a STREAMING payload with one chunk per tensor, in order,
+/// so one tensor loads alone and files past 4 GiB work (u64 chunk offsets).
+///
+/// # Errors
+/// `InvalidArgument` for duplicate names; `Usage` if the compression is not compiled in.
+pub fn tensor_parts(
+    model: &TensorModel,
+    model_type: ModelType,
+    options: &SaveOptions,
+) -> Result<EnvelopeParts<'static>> {
+    model.check_unique_names()?;
+    let metadata = tensor_metadata(model, &options.card);
+    let mut parts = EnvelopeParts::new(Format::Model, model_type.id());
+    parts.compression = options.compression;
+    parts.quantized = model.is_quantized();
+    parts.metadata = Cow::Owned(metadata.encode()?);
+    parts.payload = Payload::chunked(
+        options.compression,
+        model.tensors.iter().map(|t| (1, t.data())),
+    )?;
+    Ok(parts)
+}
+
+/// A tensor model as `.apr` bytes: the same bytes as `tensor_parts(..)?.to_bytes()`, written
+/// chunk by chunk straight into the output ([`EnvelopeParts::begin_chunked`]) rather than through
+/// a concatenated payload buffer.
+///
+/// # Errors
+/// As [`tensor_parts`].
+pub fn save_tensors_to_bytes(
+    model: &TensorModel,
+    model_type: ModelType,
+    options: &SaveOptions,
+) -> Result<Vec<u8>> {
+    model.check_unique_names()?;
+    let stored = model
+        .tensors
+        .iter()
+        .map(|t| envelope_core::compression::compress(options.compression, t.data()))
+        .collect::<Result<Vec<_>>>()?;
+    let mut index = envelope_core::ChunkIndex::from_sizes(
+        stored
+            .iter()
+            .zip(&model.tensors)
+            .map(|(s, t)| (s.len() as u64, t.data().len() as u64, 1)),
+    )?;
+    for (chunk, bytes) in stored.iter().enumerate() {
+        index.set_stored_crc32c(chunk, crc32c::crc32c(bytes))?;
+    }
+    let mut parts = EnvelopeParts::new(Format::Model, model_type.id());
+    parts.compression = options.compression;
+    parts.quantized = model.is_quantized();
+    parts.metadata = Cow::Owned(tensor_metadata(model, &options.card).encode()?);
+    let total = usize::try_from(index.payload_size()).unwrap_or(0);
+    let mut writer = parts.begin_chunked(index, Vec::with_capacity(total + 4096))?;
+    for bytes in &stored {
+        writer.write_chunk(bytes)?;
+    }
+    writer.finish()
+}
+
+/// Loads a serde model from `.apr` bytes, for example `include_bytes!("model.apr")` (001 §1.1).
+///
+/// # Errors
+/// The envelope's signals (`InvalidFormat`, `ChecksumMismatch`, `UnsupportedVersion`, ...), then
+/// `ModelTypeMismatch` if the file holds another type, `DecryptionFailed` (key required) for an
+/// encrypted file, `InvalidFormat` if the payload is not a MessagePack value of `M`.
+pub fn load_from_bytes<M: DeserializeOwned>(bytes: &[u8], expected_type: ModelType) -> Result<M> {
+    let file = AprFile::parse(bytes)?;
+    file.expect_type(expected_type)?;
+    file.model()
+}
+
+/// Loads a tensor model from `.apr` bytes.
+///
+/// # Errors
+/// As [`load_from_bytes`], and `QuantizationCorrupt` / `UnsupportedQuantization` for quantized
+/// tensors whose data or type byte is wrong.
+pub fn load_tensors_from_bytes(bytes: &[u8], expected_type: ModelType) -> Result<TensorModel> {
+    let file = AprFile::parse(bytes)?;
+    file.expect_type(expected_type)?;
+    file.tensors()
+}
+
+/// A verified `.apr` file: the envelope has passed every check and the metadata is decoded and
+/// consistent with the payload's structure. Tensor data is read on demand.
+#[derive(Debug)]
+pub struct AprFile<B> {
+    envelope: Envelope<B>,
+    metadata: ModelMetadata,
+}
+
+fn inconsistent(reason: &'static str) -> Error {
+    FormatError::Inconsistent { reason }.into()
+}
+
+impl<B: AsRef<[u8]>> AprFile<B> {
+    /// Verifies `bytes` as an `.apr` file and decodes its metadata.
+    ///
+    /// # Errors
+    /// The envelope's signals; `InvalidFormat` if the metadata is not an `.apr` map or disagrees
+    /// with the payload (tensor count vs chunk count, duplicate names); `UnsupportedQuantization`
+    /// for an unknown dtype byte; `QuantizationCorrupt` when a quantized tensor's stored size does
+    /// not match its shape.
+    pub fn parse(bytes: B) -> Result<Self> {
+        let envelope = Envelope::parse(bytes, Format::Model)?;
+        Self::from_envelope(envelope)
+    }
+
+    /// Verifies `bytes` reading only what precedes the payload of a STREAMING (tensor) file:
+    /// header, metadata and chunk index are checked through the index's prefix CRC-32C, and each
+    /// tensor's chunk through its own CRC-32C when it is read ([`Envelope::parse_lazy`]). Opening
+    /// costs time proportional to the metadata, not the model.
+    ///
+    /// # Errors
+    /// As [`AprFile::parse`].
+    pub fn parse_lazy(bytes: B) -> Result<Self> {
+        Self::from_envelope(Envelope::parse_lazy(bytes, Format::Model)?)
+    }
+
+    /// Wraps a verified envelope (for callers that checked a signature on it first).
+    ///
+    /// # Errors
+    /// As [`AprFile::parse`] after the envelope checks.
+    pub fn from_envelope(envelope: Envelope<B>) -> Result<Self> {
+        let metadata = checked_metadata(&envelope)?;
+        Ok(Self { envelope, metadata })
+    }
+
+    /// The verified envelope.
+    #[must_use]
+    pub fn envelope(&self) -> &Envelope<B> {
+        &self.envelope
+    }
+
+    /// The decoded metadata.
+    #[must_use]
+    pub fn metadata(&self) -> &ModelMetadata {
+        &self.metadata
+    }
+
+    /// The header's model type id.
+    #[must_use]
+    pub fn model_type_id(&self) -> u16 {
+        self.envelope.header().type_id()
+    }
+
+    /// The model type, if the catalog has the header's id.
+    #[must_use]
+    pub fn model_type(&self) -> Option<ModelType> {
+        ModelType::from_id(self.model_type_id())
+    }
+
+    /// Checks the model type.
+    ///
+    /// # Errors
+    /// `ModelTypeMismatch` if the file holds another type.
+    pub fn expect_type(&self, expected: ModelType) -> Result<()> {
+        expected.expect(self.model_type_id())
+    }
+
+    /// Decodes a serde model from an unencrypted file.
+    ///
+    /// # Errors
+    /// `DecryptionFailed` (key required) if encrypted; `InvalidArgument` for a tensor model;
+    /// `InvalidFormat` if the payload is not a MessagePack value of `M`.
+    pub fn model<M: DeserializeOwned>(&self) -> Result<M> {
+        decode_serde(self.metadata.payload, &self.envelope.decode_payload()?)
+    }
+
+    /// Reads every tensor of an unencrypted file.
+    ///
+    /// # Errors
+    /// `DecryptionFailed` (key required) if encrypted; `InvalidArgument` for a serde model;
+    /// `InvalidFormat` for a corrupt chunk.
+    pub fn tensors(&self) -> Result<TensorModel> {
+        self.tensors_from(|i| self.envelope.decode_chunk(i).map(Cow::into_owned))
+    }
+
+    /// Reads the tensor at `position` (payload order) of an unencrypted file, and only it: the
+    /// way to walk a model larger than memory.
+    ///
+    /// # Errors
+    /// As [`AprFile::tensors`]; `InvalidArgument` if there is no such position.
+    pub fn tensor_at(&self, position: usize) -> Result<Tensor> {
+        if position >= self.metadata.tensors.len() {
+            return Err(Error::InvalidArgument(
+                "the model has no tensor at this position",
+            ));
+        }
+        let data = self.envelope.decode_chunk(position)?.into_owned();
+        self.build(position, data)
+    }
+
+    /// Reads the tensor named `name` of an unencrypted file, and only it.
+    ///
+    /// # Errors
+    /// As [`AprFile::tensors`]; `InvalidArgument` if there is no such tensor.
+    pub fn tensor(&self, name: &str) -> Result<Tensor> {
+        let position = self
+            .metadata
+            .tensors
+            .iter()
+            .position(|t| t.name == name)
+            .ok_or(Error::InvalidArgument(
+                "the model has no tensor of that name",
+            ))?;
+        let data = self.envelope.decode_chunk(position)?.into_owned();
+        self.build(position, data)
+    }
+
+    /// Builds every tensor from chunk data supplied by `chunk` (plain or decrypted).
+    pub(crate) fn tensors_from(
+        &self,
+        chunk: impl FnMut(usize) -> Result<Vec<u8>>,
+    ) -> Result<TensorModel> {
+        tensors_from(&self.metadata, chunk)
+    }
+
+    fn build(&self, position: usize, data: Vec<u8>) -> Result<Tensor> {
+        build(&self.metadata, position, data)
+    }
+}
+
+/// Builds every tensor described by `metadata` from chunk data supplied by `chunk`.
+pub(crate) fn tensors_from(
+    metadata: &ModelMetadata,
+    mut chunk: impl FnMut(usize) -> Result<Vec<u8>>,
+) -> Result<TensorModel> {
+    if metadata.payload != PayloadKind::Tensors {
+        return Err(Error::InvalidArgument(
+            "this file holds a serde model, not named tensors",
+        ));
+    }
+    let mut tensors = Vec::with_capacity(metadata.tensors.len());
+    for position in 0..metadata.tensors.len() {
+        tensors.push(build(metadata, position, chunk(position)?)?);
+    }
+    Ok(TensorModel {
+        tensors,
+        quantization: metadata.quantization.clone(),
+    })
+}
+
+fn build(metadata: &ModelMetadata, position: usize, data: Vec<u8>) -> Result<Tensor> {
+    let entry = metadata
+        .tensors
+        .get(position)
+        .ok_or(Error::InvalidArgument("no tensor at this position"))?;
+    let mut tensor = Tensor::new(
+        entry.name.clone(),
+        DType::from_code(entry.dtype)?,
+        entry.shape.clone(),
+        data,
+    )
+    .map_err(|error| match error {
+        Error::InvalidArgument(_) => inconsistent("a tensor entry is invalid"),
+        other => other,
+    })?;
+    tensor.quantizer.clone_from(&entry.quantizer);
+    Ok(tensor)
+}
+
+pub(crate) fn decode_serde<M: DeserializeOwned>(kind: PayloadKind, payload: &[u8]) -> Result<M> {
+    if kind != PayloadKind::Serde {
+        return Err(Error::InvalidArgument(
+            "this file holds named tensors; load it as a tensor model",
+        ));
+    }
+    let mut decoder = rmp_serde::Deserializer::from_read_ref(payload);
+    decoder.set_max_depth(MAX_PAYLOAD_DEPTH);
+    M::deserialize(&mut decoder)
+        .map_err(|_| inconsistent("the payload is not a MessagePack value of the requested type"))
+}
+
+/// Decodes the metadata of a verified envelope and checks it against the payload's structure.
+pub(crate) fn checked_metadata<B: AsRef<[u8]>>(envelope: &Envelope<B>) -> Result<ModelMetadata> {
+    let metadata = ModelMetadata::decode(envelope.metadata())?;
+    check_structure(envelope, &metadata)?;
+    Ok(metadata)
+}
+
+fn check_structure<B: AsRef<[u8]>>(envelope: &Envelope<B>, metadata: &ModelMetadata) -> Result<()> {
+    let index = envelope.chunk_index();
+    match (metadata.payload, index) {
+        (PayloadKind::Serde, None) => return Ok(()),
+        (PayloadKind::Serde, Some(_)) => {
+            return Err(inconsistent("a serde model's payload must not be chunked"));
+        }
+        (PayloadKind::Tensors, None) => {
+            return Err(inconsistent("a tensor model's payload must be chunked"));
+        }
+        (PayloadKind::Tensors, Some(_)) => {}
+    }
+    let index = index.map(|i| i.entries()).unwrap_or_default();
+    if index.len() != metadata.tensors.len() {
+        return Err(inconsistent(
+            "the metadata lists a different number of tensors than the payload has chunks",
+        ));
+    }
+    let mut names: Vec<&str> = metadata.tensors.iter().map(|t| t.name.as_str()).collect();
+    names.sort_unstable();
+    if names.windows(2).any(|pair| pair[0] == pair[1]) {
+        return Err(inconsistent("two tensors have the same name"));
+    }
+    let mut any_quantized = false;
+    for (entry, chunk) in metadata.tensors.iter().zip(index) {
+        let dtype = DType::from_code(entry.dtype)?;
+        any_quantized |= dtype.is_quantized();
+        if entry.shape.len() > crate::tensor::MAX_DIMS {
+            return Err(inconsistent("a tensor has more than 8 dimensions"));
+        }
+        let expected = crate::tensor::element_count(&entry.shape).and_then(|n| dtype.byte_len(n));
+        match (dtype, expected) {
+            (DType::Quantized(crate::QuantType::Custom), _) => {}
+            (_, Some(len)) if len == chunk.uncompressed_size => {}
+            (DType::Quantized(_), _) => {
+                return Err(Error::QuantizationCorrupt {
+                    tensor: entry.name.clone(),
+                    reason: "the block data does not match the tensor's shape",
+                });
+            }
+            _ => {
+                return Err(inconsistent(
+                    "a tensor's stored size does not match its dtype and shape",
+                ));
+            }
+        }
+    }
+    let flagged = envelope
+        .header()
+        .flags()
+        .contains(envelope_core::Flags::QUANTIZED);
+    if flagged != any_quantized {
+        return Err(inconsistent(
+            "the QUANTIZED flag disagrees with the tensors' dtypes",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deeply_nested_payloads_are_refused_without_overflowing_the_stack() {
+        let mut body = vec![0x91u8; 100_000];
+        body.push(0xc0);
+        let mut parts = model_parts(&0u8, ModelType::Custom, &SaveOptions::default()).unwrap();
+        parts.payload = Payload::Whole {
+            uncompressed_size: body.len() as u64,
+            stored: Cow::Owned(body),
+        };
+        let bytes = parts.to_bytes().unwrap();
+        let error = load_from_bytes::<serde_json::Value>(&bytes, ModelType::Custom).unwrap_err();
+        assert_eq!(error.signal(), envelope_core::Signal::InvalidFormat);
+    }
+}

@@ -1,0 +1,315 @@
+//! Models on disk (native only, feature `fs`): atomic saves, mapped lazy opens, and
+//! [`TensorFileWriter`], which rewrites a model of any size one tensor at a time.
+//!
+//! Memory stays bounded by the largest tensor: [`open`] maps the file and checks only what
+//! precedes the payload ([`envelope_core::Envelope::parse_lazy`]), each tensor's chunk is checked
+//! (CRC-32C) when it is read, and [`TensorFileWriter`] spills each finished tensor to a temporary
+//! file next to the destination, then writes the `.apr` file chunk by chunk
+//! ([`envelope_core::EnvelopeParts::begin_chunked`]) and renames it into place.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use envelope_core::{ChunkIndex, Envelope, EnvelopeParts, Error, Format, Result};
+pub use mapped_file::MappedFile;
+
+use crate::card::{ModelCard, ModelMetadata, PayloadKind, TensorEntry};
+use crate::codec::{AprFile, SaveOptions};
+use crate::model::TensorModel;
+use crate::model_type::ModelType;
+use crate::quant::QuantizationInfo;
+use crate::tensor::Tensor;
+use crate::{gguf, safetensors};
+
+/// Opens a model file: mapped, the envelope's prefix (and, for files that are not STREAMING, the
+/// whole-file CRC32) verified, the metadata decoded. Tensor chunks are verified as they are read.
+///
+/// # Errors
+/// `Io` if the file cannot be read; otherwise as [`AprFile::parse`].
+pub fn open(path: impl AsRef<Path>) -> Result<AprFile<MappedFile>> {
+    let bytes = MappedFile::open(path)?;
+    AprFile::from_envelope(Envelope::parse_lazy(bytes, Format::Model)?)
+}
+
+/// Loads every tensor of an unencrypted model file.
+///
+/// # Errors
+/// As [`open`], then `ModelTypeMismatch`, then as [`AprFile::tensors`].
+pub fn load_tensors(path: impl AsRef<Path>, expected: ModelType) -> Result<TensorModel> {
+    let file = open(path)?;
+    file.expect_type(expected)?;
+    file.tensors()
+}
+
+/// Saves envelope parts atomically.
+///
+/// # Errors
+/// `Io`, or the writer's errors.
+pub fn save_parts(path: impl AsRef<Path>, parts: &EnvelopeParts<'_>) -> Result<()> {
+    envelope_core::fs::save(path, parts)
+}
+
+/// Saves a tensor model atomically.
+///
+/// # Errors
+/// As [`crate::tensor_parts`], plus `Io`.
+pub fn save_tensors(
+    path: impl AsRef<Path>,
+    model: &TensorModel,
+    model_type: ModelType,
+    options: &SaveOptions,
+) -> Result<()> {
+    let mut writer = TensorFileWriter::new(path, options.compression)?;
+    for tensor in &model.tensors {
+        writer.push(tensor)?;
+    }
+    writer.finish(model_type, &options.card, model.quantization.clone())
+}
+
+/// Writes a GGUF file atomically.
+///
+/// # Errors
+/// As [`gguf::write`], plus `Io`.
+pub fn export_gguf(
+    path: impl AsRef<Path>,
+    model: &TensorModel,
+    model_type: ModelType,
+    card: &ModelCard,
+    options: &gguf::GgufOptions,
+) -> Result<()> {
+    envelope_core::fs::write_atomic(path, |out| {
+        gguf::write(model, model_type, card, options, out)
+    })
+}
+
+/// Exports an unencrypted model file to GGUF one tensor at a time ([`gguf::write_lazy`]): memory
+/// holds one tensor, whatever the model's size. The file is written atomically.
+///
+/// # Errors
+/// As [`gguf::write_lazy`] and [`AprFile::tensor_at`], plus `Io`.
+pub fn export_gguf_from<B: AsRef<[u8]>>(
+    path: impl AsRef<Path>,
+    file: &AprFile<B>,
+    options: &gguf::GgufOptions,
+) -> Result<()> {
+    let model_type = ModelType::from_id(file.model_type_id()).unwrap_or(ModelType::Custom);
+    let metadata = file.metadata();
+    envelope_core::fs::write_atomic(path, |out| {
+        gguf::write_lazy(
+            &metadata.tensors,
+            model_type,
+            &metadata.model_card,
+            options,
+            out,
+            |i| file.tensor_at(i),
+        )
+    })
+}
+
+/// Writes a SafeTensors export into directory `dir` (created if missing): `weights.safetensors`
+/// and, when quantized tensors need them, `scales.json` and `mins.json` (001 §6.2.6). Each file
+/// is written atomically.
+///
+/// # Errors
+/// As [`safetensors::export`], plus `Io`.
+pub fn export_safetensors(dir: impl AsRef<Path>, model: &TensorModel) -> Result<()> {
+    let dir = dir.as_ref();
+    let exported = safetensors::export(model)?;
+    std::fs::create_dir_all(dir)?;
+    let write = |name: &str, bytes: &[u8]| {
+        envelope_core::fs::write_atomic(dir.join(name), |out| Ok(out.write_all(bytes)?))
+    };
+    write("weights.safetensors", &exported.weights)?;
+    for (name, text) in [
+        ("scales.json", &exported.scales),
+        ("mins.json", &exported.mins),
+    ] {
+        match text {
+            Some(text) => write(name, text.as_bytes())?,
+            None => {
+                // A stale sidecar from an earlier export would be read with the new weights.
+                if let Err(error) = std::fs::remove_file(dir.join(name))
+                    && error.kind() != std::io::ErrorKind::NotFound
+                {
+                    return Err(error.into());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Imports a SafeTensors file; `scales.json` / `mins.json` next to it are used when present.
+///
+/// # Errors
+/// `Io`, or as [`safetensors::import`].
+pub fn import_safetensors(path: impl AsRef<Path>) -> Result<TensorModel> {
+    let path = path.as_ref();
+    let weights = MappedFile::open(path)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let sidecar = |name: &str| -> Result<Option<Vec<u8>>> {
+        match std::fs::read(dir.join(name)) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(error) => Err(error.into()),
+        }
+    };
+    let scales = sidecar("scales.json")?;
+    let mins = sidecar("mins.json")?;
+    safetensors::import(&weights, scales.as_deref(), mins.as_deref())
+}
+
+/// Writes a tensor model one tensor at a time: memory holds one tensor, not the model.
+pub struct TensorFileWriter {
+    path: std::path::PathBuf,
+    compression: envelope_core::Compression,
+    spill: BufWriter<File>,
+    entries: Vec<TensorEntry>,
+    sizes: Vec<(u64, u64, u64)>,
+    checksums: Vec<u32>,
+    quantized: bool,
+}
+
+impl core::fmt::Debug for TensorFileWriter {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TensorFileWriter")
+            .field("path", &self.path)
+            .field("tensors", &self.entries.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TensorFileWriter {
+    /// Starts a model file at `path` (nothing appears there until [`TensorFileWriter::finish`]).
+    ///
+    /// # Errors
+    /// `Io` if the spill file cannot be created next to `path`.
+    pub fn new(path: impl AsRef<Path>, compression: envelope_core::Compression) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let dir = match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        let spill = tempfile::tempfile_in(dir)?;
+        Ok(Self {
+            path,
+            compression,
+            spill: BufWriter::with_capacity(1 << 20, spill),
+            entries: Vec::new(),
+            sizes: Vec::new(),
+            checksums: Vec::new(),
+            quantized: false,
+        })
+    }
+
+    /// Adds the next tensor (compressed and spilled now).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a duplicate name; `Io`.
+    pub fn push(&mut self, tensor: &Tensor) -> Result<()> {
+        if self.entries.iter().any(|e| e.name == tensor.name) {
+            return Err(Error::InvalidArgument("two tensors have the same name"));
+        }
+        let stored = envelope_core::compression::compress(self.compression, tensor.data())?;
+        self.spill.write_all(&stored)?;
+        self.sizes
+            .push((stored.len() as u64, tensor.data().len() as u64, 1));
+        self.checksums.push(crc32c::crc32c(&stored));
+        self.quantized |= tensor.dtype.is_quantized();
+        self.entries.push(TensorEntry {
+            name: tensor.name.clone(),
+            dtype: tensor.dtype.code(),
+            shape: tensor.shape.clone(),
+            quantizer: tensor.quantizer.clone(),
+        });
+        Ok(())
+    }
+
+    /// Writes the file atomically: metadata (card, tensor directory, `quantization`), the chunk
+    /// index, then the spilled chunks in order.
+    ///
+    /// # Errors
+    /// `Io`, or the envelope writer's errors.
+    pub fn finish(
+        mut self,
+        model_type: ModelType,
+        card: &ModelCard,
+        quantization: Option<QuantizationInfo>,
+    ) -> Result<()> {
+        let metadata = ModelMetadata {
+            model_card: card.clone(),
+            payload: PayloadKind::Tensors,
+            tensors: std::mem::take(&mut self.entries),
+            quantization,
+        };
+        let mut index = ChunkIndex::from_sizes(self.sizes.iter().copied())?;
+        for (chunk, crc) in self.checksums.iter().enumerate() {
+            index.set_stored_crc32c(chunk, *crc)?;
+        }
+        let mut parts = EnvelopeParts::new(Format::Model, model_type.id());
+        parts.compression = self.compression;
+        parts.quantized = self.quantized;
+        parts.metadata = Cow::Owned(metadata.encode()?);
+        let mut spill = self
+            .spill
+            .into_inner()
+            .map_err(|e| Error::Io(e.into_error()))?;
+        spill.seek(SeekFrom::Start(0))?;
+        let sizes = self.sizes;
+        envelope_core::fs::write_atomic(&self.path, |out| {
+            let mut writer = parts.begin_chunked(index, out)?;
+            let mut buffer = Vec::new();
+            for (stored, _, _) in &sizes {
+                buffer.resize(
+                    usize::try_from(*stored).map_err(|_| {
+                        Error::InvalidArgument("a tensor is too large for this platform")
+                    })?,
+                    0,
+                );
+                spill.read_exact(&mut buffer)?;
+                writer.write_chunk(&buffer)?;
+            }
+            writer.finish()?;
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::QuantType;
+
+    #[test]
+    fn saved_model_opens_lazily_and_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.apr");
+        let values: Vec<f32> = (0..256).map(|i| i as f32 / 7.0).collect();
+        let model = TensorModel::new(vec![
+            Tensor::from_f32("a", vec![8, 32], &values).unwrap(),
+            Tensor::from_f32("b", vec![4], &values[..4]).unwrap(),
+        ])
+        .unwrap()
+        .quantize(QuantType::Q4_1)
+        .unwrap();
+        for compression in [
+            envelope_core::Compression::None,
+            envelope_core::Compression::ZstdL3,
+        ] {
+            let options = SaveOptions {
+                card: ModelCard::default(),
+                compression,
+            };
+            save_tensors(&path, &model, ModelType::NeuralCustom, &options).unwrap();
+            // Byte for byte what the in-memory writer produces.
+            let in_memory =
+                crate::save_tensors_to_bytes(&model, ModelType::NeuralCustom, &options).unwrap();
+            assert_eq!(std::fs::read(&path).unwrap(), in_memory);
+            assert_eq!(load_tensors(&path, ModelType::NeuralCustom).unwrap(), model);
+            let file = open(&path).unwrap();
+            assert_eq!(&file.tensor("b").unwrap(), model.tensor("b").unwrap());
+        }
+    }
+}

@@ -1,0 +1,422 @@
+//! [`TensorModel`]: an ordered set of named tensors, and its quantization (001 §6.2.5).
+
+use envelope_core::{Error, Result};
+
+use crate::quant::{
+    ACCURACY_WARNING_THRESHOLD, QuantType, QuantizationHooks, QuantizationInfo, QuantizerRegistry,
+    TensorQuantization, UniformQuantization, relative_error,
+};
+use crate::tensor::{DType, Tensor};
+
+/// A model whose payload is named tensors, in order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TensorModel {
+    /// The tensors; names are unique.
+    pub tensors: Vec<Tensor>,
+    /// How they were quantized, if they were.
+    pub quantization: Option<QuantizationInfo>,
+}
+
+/// Progress of a long operation: `(tensors done, tensors in all)`.
+pub type Progress<'a> = &'a mut dyn FnMut(usize, usize);
+
+impl TensorModel {
+    /// A model of `tensors`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if two tensors share a name.
+    pub fn new(tensors: Vec<Tensor>) -> Result<Self> {
+        let model = Self {
+            tensors,
+            quantization: None,
+        };
+        model.check_unique_names()?;
+        Ok(model)
+    }
+
+    pub(crate) fn check_unique_names(&self) -> Result<()> {
+        let mut names: Vec<&str> = self.tensors.iter().map(|t| t.name.as_str()).collect();
+        names.sort_unstable();
+        if names.windows(2).any(|pair| pair[0] == pair[1]) {
+            return Err(Error::InvalidArgument("two tensors have the same name"));
+        }
+        Ok(())
+    }
+
+    /// The tensor named `name`.
+    #[must_use]
+    pub fn tensor(&self, name: &str) -> Option<&Tensor> {
+        self.tensors.iter().find(|t| t.name == name)
+    }
+
+    /// Whether any tensor is quantized (the QUANTIZED flag).
+    #[must_use]
+    pub fn is_quantized(&self) -> bool {
+        self.tensors.iter().any(|t| t.dtype.is_quantized())
+    }
+
+    /// Quantizes every tensor that can be with `quant_type` (explicit opt-in, 001 §6.2.5). See
+    /// [`QuantizationSession`] for which tensors are kept as they are.
+    ///
+    /// # Errors
+    /// See [`TensorModel::quantize_with`].
+    pub fn quantize(&self, quant_type: QuantType) -> Result<Self> {
+        self.quantize_with_hooks(&UniformQuantization { quant_type })
+    }
+
+    /// Quantizes tensor by tensor as `hooks` decide, with the built-in quantizers.
+    ///
+    /// # Errors
+    /// See [`TensorModel::quantize_with`].
+    pub fn quantize_with_hooks(&self, hooks: &dyn QuantizationHooks) -> Result<Self> {
+        self.quantize_with(hooks, &QuantizerRegistry::default(), &mut |_, _| {})
+    }
+
+    /// Quantizes every tensor with the plugin `name` of `registry`.
+    ///
+    /// # Errors
+    /// `UnsupportedQuantization` if the registry has no such quantizer; see
+    /// [`TensorModel::quantize_with`].
+    pub fn quantize_with_registry(&self, name: &str, registry: &QuantizerRegistry) -> Result<Self> {
+        let session = QuantizationSession::with_plugin(name, registry)?;
+        self.run(session, &mut |_, _| {})
+    }
+
+    /// The general form: `hooks` pick each tensor's type, `registry` supplies the quantizer of
+    /// each type (by the type's name), `progress` hears after each tensor.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if the model is already quantized; `QuantizationCorrupt` naming the
+    /// tensor for NaN or infinite values, or a scale that overflows f16/f32.
+    pub fn quantize_with(
+        &self,
+        hooks: &dyn QuantizationHooks,
+        registry: &QuantizerRegistry,
+        progress: Progress<'_>,
+    ) -> Result<Self> {
+        self.run(QuantizationSession::new(hooks, registry), progress)
+    }
+
+    fn run(&self, mut session: QuantizationSession<'_>, progress: Progress<'_>) -> Result<Self> {
+        let mut out = Vec::with_capacity(self.tensors.len());
+        for (done, tensor) in self.tensors.iter().enumerate() {
+            out.push(session.quantize(tensor)?);
+            progress(done + 1, self.tensors.len());
+        }
+        Ok(Self {
+            tensors: out,
+            quantization: Some(session.finish()?),
+        })
+    }
+}
+
+/// Quantization one tensor at a time, for models that do not fit in memory: feed each tensor to
+/// [`QuantizationSession::quantize`] in order, then [`QuantizationSession::finish`] gives the
+/// [`QuantizationInfo`] for the metadata. [`TensorModel::quantize_with`] is this over a model in
+/// memory.
+///
+/// Rules (`docs/apr.md` §5): only f32, f16 and bf16 tensors are quantized (i8/u8 are kept); a
+/// block type needs the last dimension to be a multiple of 32, other tensors are kept in their
+/// dtype and the reason recorded (as llama.cpp keeps such tensors in F32/F16); a tensor whose
+/// relative RMS error exceeds 5% is quantized and a warning recorded (001 §6.2.9).
+pub struct QuantizationSession<'a> {
+    plan: Plan<'a>,
+    records: Vec<TensorQuantization>,
+    warnings: Vec<String>,
+    original_dtype: Option<&'static str>,
+    /// Elements quantized per type: the main type is the one covering the most weights.
+    elements: Vec<(QuantType, u64)>,
+    calibration_samples: u32,
+}
+
+impl core::fmt::Debug for QuantizationSession<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("QuantizationSession")
+            .field("tensors", &self.records.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> QuantizationSession<'a> {
+    /// A session where `hooks` choose and `registry` supplies the quantizers.
+    #[must_use]
+    pub fn new(hooks: &'a dyn QuantizationHooks, registry: &'a QuantizerRegistry) -> Self {
+        Self::from_plan(Plan::Hooks { hooks, registry })
+    }
+
+    /// A session quantizing every float tensor with the plugin `name`.
+    ///
+    /// # Errors
+    /// `UnsupportedQuantization` if the registry has no such quantizer.
+    pub fn with_plugin(name: &str, registry: &'a QuantizerRegistry) -> Result<Self> {
+        let quantizer = registry.get(name).ok_or(Error::UnsupportedQuantization {
+            type_id: QuantType::Custom.id(),
+        })?;
+        Ok(Self::from_plan(Plan::Plugin(quantizer)))
+    }
+
+    fn from_plan(plan: Plan<'a>) -> Self {
+        Self {
+            plan,
+            records: Vec::new(),
+            warnings: Vec::new(),
+            original_dtype: None,
+            elements: Vec::new(),
+            calibration_samples: 0,
+        }
+    }
+
+    /// Records how many calibration samples informed the ranges (stored in the metadata).
+    pub fn set_calibration_samples(&mut self, samples: u32) {
+        self.calibration_samples = samples;
+    }
+
+    /// Quantizes (or keeps) the next tensor.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if the tensor is already quantized; `QuantizationCorrupt` naming the
+    /// tensor for NaN or infinite values, or a scale that overflows.
+    pub fn quantize(&mut self, tensor: &Tensor) -> Result<Tensor> {
+        if tensor.dtype.is_quantized() {
+            return Err(Error::InvalidArgument("the model is already quantized"));
+        }
+        let (next, record) = quantize_one(tensor, &self.plan)?;
+        if let Some(error) = record
+            .relative_error
+            .filter(|e| *e > ACCURACY_WARNING_THRESHOLD)
+        {
+            self.warnings.push(format!(
+                "tensor {:?}: relative error {:.2}% exceeds 5%",
+                tensor.name,
+                error * 100.0
+            ));
+        }
+        if record.quant_type.is_some() {
+            self.original_dtype.get_or_insert(tensor.dtype.name());
+            if let DType::Quantized(q) = next.dtype {
+                let count = tensor.element_count();
+                match self.elements.iter_mut().find(|(t, _)| *t == q) {
+                    Some((_, n)) => *n = n.saturating_add(count),
+                    None => self.elements.push((q, count)),
+                }
+            }
+        }
+        self.records.push(record);
+        Ok(next)
+    }
+
+    /// The record for the metadata. Its `quant_type` is the type that covers the most weights
+    /// (the uniform type, or mixed precision's default in practice).
+    ///
+    /// # Errors
+    /// `UnsupportedQuantization` if the registry lacks the main type's quantizer.
+    pub fn finish(self) -> Result<QuantizationInfo> {
+        let (quant_type, quantizer, bits) = match &self.plan {
+            Plan::Plugin(q) => (QuantType::Custom, q.name().to_owned(), q.bits_per_weight()),
+            Plan::Hooks { registry, .. } => {
+                // The type covering the most weights (first seen wins a tie).
+                let quant = self
+                    .elements
+                    .iter()
+                    .rev()
+                    .max_by_key(|(_, n)| *n)
+                    .map_or(QuantType::Q8_0, |(q, _)| *q);
+                let quantizer = registry.for_type(quant)?;
+                (
+                    quant,
+                    quantizer.name().to_owned(),
+                    quantizer.bits_per_weight(),
+                )
+            }
+        };
+        Ok(QuantizationInfo {
+            quant_type: quant_type.id(),
+            calibration_method: "minmax".to_owned(),
+            calibration_samples: self.calibration_samples,
+            original_dtype: self.original_dtype.unwrap_or("f32").to_owned(),
+            quantizer,
+            block_size: u32::try_from(quant_type.block_size()).unwrap_or(0),
+            bits_per_weight: bits,
+            tensors: self.records,
+            warnings: self.warnings,
+        })
+    }
+}
+
+enum Plan<'a> {
+    Hooks {
+        hooks: &'a dyn QuantizationHooks,
+        registry: &'a QuantizerRegistry,
+    },
+    Plugin(&'a dyn crate::Quantizer),
+}
+
+fn kept(tensor: &Tensor, reason: &str) -> (Tensor, TensorQuantization) {
+    (
+        tensor.clone(),
+        TensorQuantization {
+            name: tensor.name.clone(),
+            quant_type: None,
+            relative_error: None,
+            kept_because: Some(reason.to_owned()),
+            output_error: None,
+        },
+    )
+}
+
+fn quantize_one(tensor: &Tensor, plan: &Plan<'_>) -> Result<(Tensor, TensorQuantization)> {
+    if !matches!(tensor.dtype, DType::F32 | DType::F16 | DType::BF16) {
+        return Ok(kept(tensor, "integer tensors are not quantized"));
+    }
+    let Ok(shape) = tensor
+        .shape
+        .iter()
+        .map(|&d| usize::try_from(d))
+        .collect::<Result<Vec<usize>, _>>()
+    else {
+        return Err(Error::InvalidArgument(
+            "a tensor is too large for this platform",
+        ));
+    };
+    let quantizer = match plan {
+        Plan::Plugin(q) => *q,
+        Plan::Hooks { hooks, registry } => {
+            let Some(quant) = hooks.select_quantizer(&tensor.name, &shape) else {
+                return Ok(kept(tensor, "the hooks skipped it"));
+            };
+            if quant.block_size() != 0
+                && shape
+                    .last()
+                    .is_none_or(|&last| last % quant.block_size() != 0)
+            {
+                return Ok(kept(tensor, "its last dimension is not a multiple of 32"));
+            }
+            registry.for_type(quant)?
+        }
+    };
+    let name_error = |error: Error| match error {
+        Error::QuantizationCorrupt { reason, .. } => Error::QuantizationCorrupt {
+            tensor: tensor.name.clone(),
+            reason,
+        },
+        other => other,
+    };
+    let values = tensor.to_f32()?;
+    let block = quantizer.quantize(&values, &shape).map_err(name_error)?;
+    let back = quantizer.dequantize(&block).map_err(name_error)?;
+    if back.iter().any(|v| !v.is_finite()) {
+        return Err(Error::QuantizationCorrupt {
+            tensor: tensor.name.clone(),
+            reason: "a scale overflows its storage type (values too large to quantize)",
+        });
+    }
+    if let Plan::Hooks { hooks, .. } = plan
+        && !hooks.validate(&tensor.name, &values, &block)
+    {
+        return Ok(kept(tensor, "the hooks rejected the result"));
+    }
+    let error = relative_error(&values, &back);
+    let type_id = block.quant_type.id();
+    let mut next = Tensor::new(
+        tensor.name.clone(),
+        DType::Quantized(block.quant_type),
+        tensor.shape.clone(),
+        block.blocks,
+    )?;
+    if block.quant_type == QuantType::Custom {
+        next.set_quantizer(quantizer.name());
+    }
+    Ok((
+        next,
+        TensorQuantization {
+            name: tensor.name.clone(),
+            quant_type: Some(type_id),
+            relative_error: Some(error),
+            kept_because: None,
+            output_error: None,
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::quant::MixedPrecisionHooks;
+
+    fn model() -> TensorModel {
+        let values: Vec<f32> = (0..128).map(|i| (i as f32 * 0.37).sin()).collect();
+        TensorModel::new(vec![
+            Tensor::from_f32("token_embd.weight", vec![4, 32], &values).unwrap(),
+            Tensor::from_f32("blk.0.weight", vec![2, 64], &values).unwrap(),
+            Tensor::from_f32("blk.0.bias", vec![3], &values[..3]).unwrap(),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn uniform_quantization_keeps_tensors_that_are_not_whole_blocks() {
+        let q = model().quantize(QuantType::Q4_0).unwrap();
+        assert_eq!(q.tensors[0].dtype, DType::Quantized(QuantType::Q4_0));
+        assert_eq!(q.tensors[2].dtype, DType::F32);
+        let info = q.quantization.unwrap();
+        assert_eq!(info.quant_type, QuantType::Q4_0.id());
+        assert!(info.tensors[2].kept_because.is_some());
+    }
+
+    #[test]
+    fn mixed_precision_gives_embeddings_their_type() {
+        let hooks = MixedPrecisionHooks {
+            default_type: QuantType::Q4_1,
+            embedding_type: QuantType::Q8_0,
+            output_type: QuantType::Q8Tensor,
+        };
+        let q = model().quantize_with_hooks(&hooks).unwrap();
+        assert_eq!(q.tensors[0].dtype, DType::Quantized(QuantType::Q8_0));
+        assert_eq!(q.tensors[1].dtype, DType::Quantized(QuantType::Q4_1));
+    }
+
+    #[test]
+    fn nan_is_refused_naming_the_tensor() {
+        let mut values = vec![1.0f32; 32];
+        values[5] = f32::NAN;
+        let model =
+            TensorModel::new(vec![Tensor::from_f32("bad", vec![32], &values).unwrap()]).unwrap();
+        let error = model.quantize(QuantType::Q8_0).unwrap_err();
+        assert_eq!(error.signal(), envelope_core::Signal::QuantizationCorrupt);
+        assert!(error.to_string().contains("\"bad\""), "{error}");
+    }
+
+    #[test]
+    fn large_error_is_recorded_as_a_warning() {
+        // One huge value per block flattens everything else to zero under Q4_0.
+        let values: Vec<f32> = (0..32)
+            .map(|i| {
+                if i == 0 {
+                    1000.0
+                } else {
+                    1.0 + i as f32 * 10.0
+                }
+            })
+            .collect();
+        let model =
+            TensorModel::new(vec![Tensor::from_f32("w", vec![32], &values).unwrap()]).unwrap();
+        let q = model.quantize(QuantType::Q4_0).unwrap();
+        let info = q.quantization.unwrap();
+        assert!(info.tensors[0].relative_error.unwrap() > 0.0);
+        let values: Vec<f32> = (0..32).map(|i| if i == 0 { 100.0 } else { 5.0 }).collect();
+        let model =
+            TensorModel::new(vec![Tensor::from_f32("w", vec![32], &values).unwrap()]).unwrap();
+        let info = model
+            .quantize(QuantType::Q4_0)
+            .unwrap()
+            .quantization
+            .unwrap();
+        assert_eq!(info.warnings.len(), 1, "{info:?}");
+    }
+
+    #[test]
+    fn quantizing_twice_is_refused() {
+        let q = model().quantize(QuantType::Q8_0).unwrap();
+        assert!(q.quantize(QuantType::Q8_0).is_err());
+    }
+}

@@ -1,0 +1,411 @@
+//! The GGUF block quantizers Q8_0, Q4_0 and Q4_1, bit-exact with ggml's reference quantizers
+//! (`quantize_row_q8_0_ref`, `quantize_row_q4_0_ref`, `quantize_row_q4_1_ref` in
+//! `ggml-quants.c`) and with the Python `gguf` package's `gguf.quants` (the CI oracle).
+//!
+//! Every step is the reference's single-precision operation, in the same order, unfused (Rust
+//! never contracts `a * b + c` into a fused multiply-add), so the bytes are the same:
+//! - Q8_0: `d = amax / 127`, `id = d != 0 ? 1 / d : 0`, `q = roundf(x * id)` (half away from
+//!   zero).
+//! - Q4_0: `max` = the first value of largest magnitude, sign kept; `d = max / -8`,
+//!   `q = min(15, trunc(x * id + 8.5))`; low nibble = value `j`, high nibble = value `j + 16`.
+//! - Q4_1: `d = (max - min) / 15`, `q = min(15, trunc((x - min) * id + 0.5))`, `m = min`.
+//!
+//! Two corner cases are pinned down where the C reference relies on the platform (see
+//! `docs/apr.md`, "Quantization corner cases"): when `1 / d` overflows to infinity (a block whose
+//! largest magnitude is below about `3.7e-37`), every quant is 0, as x86 builds of ggml and
+//! `gguf.quants` produce; and when several zeros of different signs tie for Q4_1's minimum or
+//! maximum, the first one wins, as in ggml (numpy's SIMD reduction picks by lane order).
+//! Non-finite input is refused before any byte is written (the NaN policy).
+//!
+//! The loops are written over `chunks_exact` with fixed-size arrays so that LLVM vectorizes them
+//! without bounds checks; the magnitude maximum is taken on the IEEE bit patterns (`|x|` as u32 is
+//! monotonic in `|x|` for finite values), an integer reduction that vectorizes.
+
+use half::f16;
+
+/// Values per block of every GGUF block type here (`QK8_0`, `QK4_0`, `QK4_1`).
+pub const BLOCK_LEN: usize = 32;
+/// Bytes of one Q8_0 block: f16 scale + 32 i8.
+pub const Q8_0_BLOCK_BYTES: usize = 34;
+/// Bytes of one Q4_0 block: f16 scale + 16 bytes of nibbles.
+pub const Q4_0_BLOCK_BYTES: usize = 18;
+/// Bytes of one Q4_1 block: f16 scale + f16 minimum + 16 bytes of nibbles.
+pub const Q4_1_BLOCK_BYTES: usize = 20;
+
+const ABS_MASK: u32 = 0x7fff_ffff;
+/// Bit pattern of +infinity: any `|x|` pattern at or above it is infinite or NaN.
+const INF_BITS: u32 = 0x7f80_0000;
+
+/// Why a kernel refused its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelError {
+    /// The input length is not a multiple of 32, or the output buffer has the wrong size.
+    Length,
+    /// A value is NaN or infinite (the NaN policy: refused, never quantized).
+    NonFinite,
+}
+
+/// The largest `|x|` of a block, as bits; `>= INF_BITS` when a value is not finite.
+#[inline(always)]
+fn max_abs_bits(block: &[f32; BLOCK_LEN]) -> u32 {
+    let mut max = 0u32;
+    for &v in block {
+        max = max.max(v.to_bits() & ABS_MASK);
+    }
+    max
+}
+
+/// `1 / d`, or 0 for a zero scale, as the reference computes it.
+#[inline(always)]
+fn inverse(d: f32) -> f32 {
+    if d == 0.0 { 0.0 } else { 1.0 / d }
+}
+
+/// C's `roundf` (half away from zero) of a finite value below 2^31 in magnitude, in steps that
+/// vectorize (the `roundf` libm call does not): `x - trunc(x)` is exact for floats, and a
+/// fraction of at least one half in magnitude moves the truncated value one step away from zero.
+#[inline(always)]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "callers pass |v| <= 128: the conversions are exact"
+)]
+fn round_half_away(v: f32) -> i32 {
+    let whole = v as i32;
+    #[allow(clippy::cast_precision_loss, reason = "|whole| <= 128 is exact in f32")]
+    let frac = v - whole as f32;
+    whole + i32::from(frac >= 0.5) - i32::from(frac <= -0.5)
+}
+
+fn check_lengths(values: &[f32], out: &[u8], block_bytes: usize) -> Result<(), KernelError> {
+    if !values.len().is_multiple_of(BLOCK_LEN)
+        || out.len() != values.len() / BLOCK_LEN * block_bytes
+    {
+        return Err(KernelError::Length);
+    }
+    Ok(())
+}
+
+fn as_block(values: &[f32]) -> &[f32; BLOCK_LEN] {
+    values.try_into().unwrap_or(&[0.0; BLOCK_LEN])
+}
+
+/// Quantizes `values` (a multiple of 32) to Q8_0 blocks in `out` (34 bytes per block).
+///
+/// # Errors
+/// [`KernelError::Length`] for a length that is not a multiple of 32 or an output of the wrong
+/// size; [`KernelError::NonFinite`] if any value is NaN or infinite (`out` is then unspecified).
+pub fn quantize_q8_0(values: &[f32], out: &mut [u8]) -> Result<(), KernelError> {
+    check_lengths(values, out, Q8_0_BLOCK_BYTES)?;
+    for (block, dst) in values
+        .chunks_exact(BLOCK_LEN)
+        .zip(out.chunks_exact_mut(Q8_0_BLOCK_BYTES))
+    {
+        let block = as_block(block);
+        let amax_bits = max_abs_bits(block);
+        if amax_bits >= INF_BITS {
+            return Err(KernelError::NonFinite);
+        }
+        let d = f32::from_bits(amax_bits) / 127.0;
+        let id = inverse(d);
+        let (scale, quants) = dst.split_at_mut(2);
+        scale.copy_from_slice(&f16::from_f32(d).to_le_bytes());
+        if id.is_infinite() {
+            // 1/d overflowed: x * id is ±inf or NaN, which the reference converts to 0.
+            quants.fill(0);
+            continue;
+        }
+        for (q, &v) in quants.iter_mut().zip(block) {
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "|v * id| <= 127: an i8 stored as its byte"
+            )]
+            {
+                *q = round_half_away(v * id) as i8 as u8;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Dequantizes Q8_0 blocks (34 bytes each) into `out` (32 values per block): `q * d`.
+///
+/// # Errors
+/// [`KernelError::Length`] if `blocks` is not whole blocks or `out` has the wrong size.
+pub fn dequantize_q8_0(blocks: &[u8], out: &mut [f32]) -> Result<(), KernelError> {
+    if !blocks.len().is_multiple_of(Q8_0_BLOCK_BYTES)
+        || out.len() != blocks.len() / Q8_0_BLOCK_BYTES * 32
+    {
+        return Err(KernelError::Length);
+    }
+    for (block, dst) in blocks
+        .chunks_exact(Q8_0_BLOCK_BYTES)
+        .zip(out.chunks_exact_mut(BLOCK_LEN))
+    {
+        let d = f16::from_le_bytes([block[0], block[1]]).to_f32();
+        for (y, &q) in dst.iter_mut().zip(&block[2..]) {
+            #[allow(clippy::cast_possible_wrap, reason = "the byte is an i8")]
+            {
+                *y = f32::from(q as i8) * d;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Quantizes `values` (a multiple of 32) to Q4_0 blocks in `out` (18 bytes per block).
+///
+/// # Errors
+/// As [`quantize_q8_0`].
+pub fn quantize_q4_0(values: &[f32], out: &mut [u8]) -> Result<(), KernelError> {
+    check_lengths(values, out, Q4_0_BLOCK_BYTES)?;
+    for (block, dst) in values
+        .chunks_exact(BLOCK_LEN)
+        .zip(out.chunks_exact_mut(Q4_0_BLOCK_BYTES))
+    {
+        let block = as_block(block);
+        let amax_bits = max_abs_bits(block);
+        if amax_bits >= INF_BITS {
+            return Err(KernelError::NonFinite);
+        }
+        // The first value of largest magnitude, with its sign (ggml: `if (amax < fabsf(v))`).
+        let max = block
+            .iter()
+            .copied()
+            .find(|v| v.to_bits() & ABS_MASK == amax_bits)
+            .unwrap_or(0.0);
+        let d = max / -8.0;
+        let id = inverse(d);
+        let (scale, nibbles) = dst.split_at_mut(2);
+        scale.copy_from_slice(&f16::from_f32(d).to_le_bytes());
+        if id.is_infinite() {
+            nibbles.fill(0);
+            continue;
+        }
+        let mut q = [0u8; BLOCK_LEN];
+        for (q, &v) in q.iter_mut().zip(block) {
+            *q = nibble((v * id) + 8.5);
+        }
+        for (j, byte) in nibbles.iter_mut().enumerate() {
+            *byte = q[j] | (q[j + 16] << 4);
+        }
+    }
+    Ok(())
+}
+
+/// `min(15, (uint8) trunc(v))` for the reference's `v` in `[0, 16.5]`; NaN gives 0 as in the
+/// reference (only reachable when Q4_1's range overflows). Through i32 because the f32 → i32
+/// truncation vectorizes (`cvttps2dq`) where the saturating f32 → u8 one does not.
+#[inline(always)]
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "v is in [0, 16.5] or NaN: truncation is the reference's, the clamp keeps 0..=15"
+)]
+fn nibble(v: f32) -> u8 {
+    (v as i32).clamp(0, 15) as u8
+}
+
+/// Dequantizes Q4_0 blocks (18 bytes each) into `out`: `(q - 8) * d`.
+///
+/// # Errors
+/// [`KernelError::Length`] if `blocks` is not whole blocks or `out` has the wrong size.
+pub fn dequantize_q4_0(blocks: &[u8], out: &mut [f32]) -> Result<(), KernelError> {
+    if !blocks.len().is_multiple_of(Q4_0_BLOCK_BYTES)
+        || out.len() != blocks.len() / Q4_0_BLOCK_BYTES * 32
+    {
+        return Err(KernelError::Length);
+    }
+    for (block, dst) in blocks
+        .chunks_exact(Q4_0_BLOCK_BYTES)
+        .zip(out.chunks_exact_mut(BLOCK_LEN))
+    {
+        let d = f16::from_le_bytes([block[0], block[1]]).to_f32();
+        let (low, high) = dst.split_at_mut(16);
+        for ((lo, hi), &b) in low.iter_mut().zip(high.iter_mut()).zip(&block[2..]) {
+            *lo = d * f32::from(i16::from(b & 0x0F) - 8);
+            *hi = d * f32::from(i16::from(b >> 4) - 8);
+        }
+    }
+    Ok(())
+}
+
+/// The block's minimum and maximum as ggml finds them (first wins among equal values, which only
+/// matters for zeros of different signs). With a NaN or an infinity in the block, one of the two is
+/// not finite.
+#[inline(always)]
+fn min_max(block: &[f32; BLOCK_LEN]) -> (f32, f32) {
+    // Ordered keys: a signed integer that sorts like the float, with -0 just below +0.
+    #[inline(always)]
+    fn key(v: f32) -> i32 {
+        let bits = v.to_bits().cast_signed();
+        bits ^ ((bits >> 31).cast_unsigned() >> 1).cast_signed()
+    }
+    let mut lo = i32::MAX;
+    let mut hi = i32::MIN;
+    for &v in block {
+        let k = key(v);
+        lo = lo.min(k);
+        hi = hi.max(k);
+    }
+    let unkey = |k: i32| {
+        f32::from_bits((k ^ ((k >> 31).cast_unsigned() >> 1).cast_signed()).cast_unsigned())
+    };
+    let (mut min, mut max) = (unkey(lo), unkey(hi));
+    if min == 0.0 {
+        min = block.iter().copied().find(|&v| v == 0.0).unwrap_or(min);
+    }
+    if max == 0.0 {
+        max = block.iter().copied().find(|&v| v == 0.0).unwrap_or(max);
+    }
+    (min, max)
+}
+
+/// Quantizes `values` (a multiple of 32) to Q4_1 blocks in `out` (20 bytes per block).
+///
+/// # Errors
+/// As [`quantize_q8_0`].
+pub fn quantize_q4_1(values: &[f32], out: &mut [u8]) -> Result<(), KernelError> {
+    check_lengths(values, out, Q4_1_BLOCK_BYTES)?;
+    for (block, dst) in values
+        .chunks_exact(BLOCK_LEN)
+        .zip(out.chunks_exact_mut(Q4_1_BLOCK_BYTES))
+    {
+        let block = as_block(block);
+        let (min, max) = min_max(block);
+        // A NaN sorts beyond ±infinity by its key, so a non-finite value shows in min or max.
+        if !min.is_finite() || !max.is_finite() {
+            return Err(KernelError::NonFinite);
+        }
+        let d = (max - min) / 15.0;
+        let id = inverse(d);
+        dst[0..2].copy_from_slice(&f16::from_f32(d).to_le_bytes());
+        dst[2..4].copy_from_slice(&f16::from_f32(min).to_le_bytes());
+        let nibbles = &mut dst[4..];
+        if id.is_infinite() {
+            nibbles.fill(0);
+            continue;
+        }
+        let mut q = [0u8; BLOCK_LEN];
+        for (q, &v) in q.iter_mut().zip(block) {
+            *q = nibble((v - min) * id + 0.5);
+        }
+        for (j, byte) in nibbles.iter_mut().enumerate() {
+            *byte = q[j] | (q[j + 16] << 4);
+        }
+    }
+    Ok(())
+}
+
+/// Dequantizes Q4_1 blocks (20 bytes each) into `out`: `q * d + m`.
+///
+/// # Errors
+/// [`KernelError::Length`] if `blocks` is not whole blocks or `out` has the wrong size.
+pub fn dequantize_q4_1(blocks: &[u8], out: &mut [f32]) -> Result<(), KernelError> {
+    if !blocks.len().is_multiple_of(Q4_1_BLOCK_BYTES)
+        || out.len() != blocks.len() / Q4_1_BLOCK_BYTES * 32
+    {
+        return Err(KernelError::Length);
+    }
+    for (block, dst) in blocks
+        .chunks_exact(Q4_1_BLOCK_BYTES)
+        .zip(out.chunks_exact_mut(BLOCK_LEN))
+    {
+        let d = f16::from_le_bytes([block[0], block[1]]).to_f32();
+        let m = f16::from_le_bytes([block[2], block[3]]).to_f32();
+        let (low, high) = dst.split_at_mut(16);
+        for ((lo, hi), &b) in low.iter_mut().zip(high.iter_mut()).zip(&block[4..]) {
+            *lo = d * f32::from(b & 0x0F) + m;
+            *hi = d * f32::from(b >> 4) + m;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q8(values: &[f32]) -> Vec<u8> {
+        let mut out = vec![0; values.len() / 32 * Q8_0_BLOCK_BYTES];
+        quantize_q8_0(values, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn round_half_away_matches_roundf() {
+        for v in [
+            0.5f32, 1.5, 2.5, -0.5, -2.5, 0.49999997, 126.5, -127.0, 0.0, -0.0,
+        ] {
+            #[allow(clippy::cast_possible_truncation, reason = "test values are small")]
+            let expected = v.round() as i32;
+            assert_eq!(round_half_away(v), expected, "{v}");
+        }
+    }
+
+    #[test]
+    fn all_zero_block_has_zero_scale_and_quants() {
+        assert_eq!(q8(&[0.0; 32]), vec![0; 34]);
+    }
+
+    #[test]
+    fn non_finite_values_are_refused() {
+        let mut values = [1.0f32; 32];
+        values[7] = f32::NAN;
+        let mut out = vec![0; 34];
+        assert_eq!(
+            quantize_q8_0(&values, &mut out),
+            Err(KernelError::NonFinite)
+        );
+        let mut out = vec![0; 18];
+        values[7] = f32::INFINITY;
+        assert_eq!(
+            quantize_q4_0(&values, &mut out),
+            Err(KernelError::NonFinite)
+        );
+        let mut out = vec![0; 20];
+        assert_eq!(
+            quantize_q4_1(&values, &mut out),
+            Err(KernelError::NonFinite)
+        );
+    }
+
+    #[test]
+    fn lengths_that_are_not_whole_blocks_are_refused() {
+        let mut out = vec![0; 34];
+        assert_eq!(
+            quantize_q8_0(&[0.0; 31], &mut out),
+            Err(KernelError::Length)
+        );
+        let mut out = vec![0.0; 32];
+        assert_eq!(
+            dequantize_q4_0(&[0; 17], &mut out),
+            Err(KernelError::Length)
+        );
+    }
+
+    #[test]
+    fn q4_0_nibble_order_is_first_half_low() {
+        let mut values = [0.0f32; 32];
+        values[0] = -8.0; // max magnitude, negative: d = 1, q = x + 8
+        values[16] = 7.0;
+        let mut out = vec![0; 18];
+        quantize_q4_0(&values, &mut out).unwrap();
+        assert_eq!(f16::from_le_bytes([out[0], out[1]]).to_f32(), 1.0);
+        assert_eq!(out[2], 0x0F << 4); // value 0 -> q 0 (low), value 16 -> q 15 (high)
+        assert_eq!(out[3], 0x88);
+    }
+
+    #[test]
+    fn q4_1_zero_ties_take_the_first_zero() {
+        let mut values = [1.0f32; 32];
+        values[3] = -0.0;
+        values[9] = 0.0;
+        let (min, _) = min_max(as_block(&values));
+        assert!(min.is_sign_negative());
+        values[3] = 0.0;
+        values[9] = -0.0;
+        let (min, _) = min_max(as_block(&values));
+        assert!(min.is_sign_positive());
+    }
+}
