@@ -91,10 +91,13 @@ fn ours(kernel: Kernel, block_bytes: usize, values: &[f32]) -> Vec<u8> {
     out
 }
 
-/// Compares block by block. The one allowed difference (docs/apr.md "Quantization corner cases"):
-/// a Q4_1 block whose minimum or maximum is a zero present with both signs, where numpy's SIMD
-/// reduction picks a zero by lane order and ggml picks the first: the f16 d or m may then be +0
-/// in one and -0 in the other, everything else equal.
+/// Compares block by block against `gguf.quants`. The allowed differences (docs/apr.md
+/// "Quantization corner cases") are the sign of a zero scale, where this crate follows ggml's C
+/// code (checked exactly by `quantizers_match_ggmls_c_reference_code`) and numpy does not: a Q4_1
+/// block whose minimum or maximum is a zero present with both signs (numpy's SIMD reduction picks
+/// a zero by lane order, ggml the first), and a Q4_0 block of zeros only (ggml keeps its initial
+/// `max = +0`, so `d = -0`; numpy takes the first zero's sign). The f16 d or m is then +0 in one
+/// and -0 in the other, everything else equal.
 fn assert_same_blocks(name: &str, block_bytes: usize, ours: &[u8], theirs: &[u8]) {
     assert_eq!(ours.len(), theirs.len(), "{name}: length");
     for (i, (a, b)) in ours
@@ -105,9 +108,10 @@ fn assert_same_blocks(name: &str, block_bytes: usize, ours: &[u8], theirs: &[u8]
         if a == b {
             continue;
         }
-        let signed_zero_only = name == "q4_1"
-            && a[4..] == b[4..]
-            && [0usize, 2].iter().all(|&o| {
+        let scales: &[usize] = if name == "q4_1" { &[0, 2] } else { &[0] };
+        let signed_zero_only = name != "q8_0"
+            && a[2 * scales.len()..] == b[2 * scales.len()..]
+            && scales.iter().all(|&o| {
                 let (x, y) = (
                     u16::from_le_bytes([a[o], a[o + 1]]),
                     u16::from_le_bytes([b[o], b[o + 1]]),
@@ -802,5 +806,171 @@ mod properties {
                 prop_assert!(apr::load_tensors_from_bytes(&damaged, ModelType::Custom).is_err());
             }
         }
+    }
+}
+
+/// ggml's own code, built from its sources by `.ci/setup-ggml` (tests/ggml/gguf_probe.cpp): the
+/// GGUF loader llama.cpp uses and the C reference quantizers.
+fn ggml_probe(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    let probe = std::env::var_os("GGML_PROBE").expect("GGML_PROBE: run .ci/setup-ggml");
+    Command::new(probe)
+        .args(args)
+        .output()
+        .expect("gguf_probe runs")
+}
+
+fn fnv1a64_hex(data: &[u8]) -> String {
+    let hash = data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{hash:016x}")
+}
+
+/// The same bytes as ggml's C `quantize_row_q{8_0,4_0,4_1}_ref` on random and adversarial blocks
+/// (exactly: no signed-zero allowance, ggml and this crate both keep the first extreme), and the
+/// same values, bit for bit, as ggml's `dequantize_row_*`.
+#[test]
+#[ignore = "interop: needs GGML_PROBE (built by .ci/setup-ggml, run by .ci/run)"]
+fn quantizers_match_ggmls_c_reference_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let values = test_values(0x9e37_79b9, 4096);
+    let input = dir.path().join("values.f32");
+    std::fs::write(&input, to_bytes(&values)).unwrap();
+    for (name, block_bytes, kernel) in quantizers() {
+        let ours = ours(kernel, block_bytes, &values);
+        let theirs_path = dir.path().join(format!("{name}.ggml"));
+        let output = ggml_probe(&[
+            "quantize".as_ref(),
+            name.as_ref(),
+            input.as_os_str(),
+            theirs_path.as_os_str(),
+        ]);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let theirs = std::fs::read(&theirs_path).unwrap();
+        assert_eq!(ours.len(), theirs.len());
+        for (i, (a, b)) in ours
+            .chunks_exact(block_bytes)
+            .zip(theirs.chunks_exact(block_bytes))
+            .enumerate()
+        {
+            assert_eq!(hex::encode(a), hex::encode(b), "{name} block {i}");
+        }
+
+        let ours_path = dir.path().join(format!("{name}.ours"));
+        std::fs::write(&ours_path, &ours).unwrap();
+        let back = dir.path().join(format!("{name}.back"));
+        let output = ggml_probe(&[
+            "dequantize".as_ref(),
+            name.as_ref(),
+            ours_path.as_os_str(),
+            back.as_os_str(),
+        ]);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let theirs = from_bytes(&std::fs::read(&back).unwrap());
+        let mut mine = vec![0f32; values.len()];
+        match name {
+            "q8_0" => kernels::dequantize_q8_0(&ours, &mut mine).unwrap(),
+            "q4_0" => kernels::dequantize_q4_0(&ours, &mut mine).unwrap(),
+            _ => kernels::dequantize_q4_1(&ours, &mut mine).unwrap(),
+        }
+        for (i, (a, b)) in mine.iter().zip(&theirs).enumerate() {
+            assert_eq!(a.to_bits(), b.to_bits(), "{name} dequantized value {i}");
+        }
+    }
+}
+
+/// Every exported GGUF file loads with ggml's own loader (`gguf_init_from_file`, stricter than the
+/// Python reader: alignment, offsets, dimensions, block multiples), with the names, types,
+/// dimensions and bytes we wrote; and the probe has teeth: a cut file is refused.
+#[test]
+#[ignore = "interop: needs GGML_PROBE (built by .ci/setup-ggml, run by .ci/run)"]
+fn exported_gguf_files_pass_ggmls_own_loader() {
+    let dir = tempfile::tempdir().unwrap();
+    let half = TensorModel::new(vec![
+        Tensor::new(
+            "blk.0.ffn.weight",
+            DType::F16,
+            vec![2, 32],
+            (0..64u16)
+                .flat_map(|i| half::f16::from_f32(f32::from(i) / 8.0).to_le_bytes())
+                .collect(),
+        )
+        .unwrap(),
+    ])
+    .unwrap();
+    let models = [
+        ("f32", sample_model()),
+        ("f16", half),
+        ("q8_0", sample_model().quantize(QuantType::Q8_0).unwrap()),
+        ("q4_0", sample_model().quantize(QuantType::Q4_0).unwrap()),
+        ("q4_1", sample_model().quantize(QuantType::Q4_1).unwrap()),
+        (
+            "q8_tensor",
+            sample_model().quantize(QuantType::Q8Tensor).unwrap(),
+        ),
+    ];
+    for (label, model) in models {
+        let bytes = gguf::to_bytes(
+            &model,
+            ModelType::NeuralSequential,
+            &card(),
+            &gguf::GgufOptions::default(),
+        )
+        .unwrap();
+        let path = dir.path().join(format!("{label}.gguf"));
+        std::fs::write(&path, &bytes).unwrap();
+        let output = ggml_probe(&["load".as_ref(), path.as_os_str()]);
+        assert!(
+            output.status.success(),
+            "{label}: ggml refused the file: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(json["version"], 3, "{label}");
+        assert_eq!(json["kv"]["general.architecture"], "str", "{label}");
+        if model.is_quantized() {
+            assert_eq!(json["kv"]["general.quantization_version"], "u32", "{label}");
+        }
+        let tensors = json["tensors"].as_array().unwrap();
+        assert_eq!(tensors.len(), model.tensors.len(), "{label}");
+        for (t, ours) in tensors.iter().zip(&model.tensors) {
+            assert_eq!(t["name"], ours.name.as_str());
+            let ggml = gguf::GgmlType::for_tensor(ours).unwrap();
+            assert_eq!(
+                t["type"],
+                format!("{ggml:?}").to_lowercase(),
+                "{label} {}",
+                ours.name
+            );
+            let dims: Vec<u64> = ours.shape.iter().rev().copied().collect();
+            let ne: Vec<u64> = t["ne"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_u64().unwrap())
+                .collect();
+            assert_eq!(ne, dims, "{label} {}", ours.name);
+            let data = match ours.dtype {
+                DType::Quantized(QuantType::Q8Tensor) => &ours.data()[8..],
+                _ => ours.data(),
+            };
+            assert_eq!(t["fnv1a64"], fnv1a64_hex(data), "{label} {}", ours.name);
+        }
+        let cut = dir.path().join(format!("{label}-cut.gguf"));
+        std::fs::write(&cut, &bytes[..bytes.len() - 1]).unwrap();
+        let output = ggml_probe(&["load".as_ref(), cut.as_os_str()]);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{label}: ggml must refuse a cut file"
+        );
     }
 }

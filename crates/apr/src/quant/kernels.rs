@@ -10,11 +10,13 @@
 //!   `q = min(15, trunc(x * id + 8.5))`; low nibble = value `j`, high nibble = value `j + 16`.
 //! - Q4_1: `d = (max - min) / 15`, `q = min(15, trunc((x - min) * id + 0.5))`, `m = min`.
 //!
-//! Two corner cases are pinned down where the C reference relies on the platform (see
+//! Three corner cases are pinned down where the C reference relies on the platform or where
+//! `gguf.quants` and ggml's C code disagree (this crate follows the C code) (see
 //! `docs/apr.md`, "Quantization corner cases"): when `1 / d` overflows to infinity (a block whose
 //! largest magnitude is below about `3.7e-37`), every quant is 0, as x86 builds of ggml and
 //! `gguf.quants` produce; and when several zeros of different signs tie for Q4_1's minimum or
-//! maximum, the first one wins, as in ggml (numpy's SIMD reduction picks by lane order).
+//! maximum, the first one wins, as in ggml (numpy's SIMD reduction picks by lane order); and a
+//! Q4_0 block of zeros only has `d = -0`, as in ggml (numpy takes the first zero's sign).
 //! Non-finite input is refused before any byte is written (the NaN policy).
 //!
 //! The loops are written over `chunks_exact` with fixed-size arrays so that LLVM vectorizes them
@@ -169,11 +171,17 @@ pub fn quantize_q4_0(values: &[f32], out: &mut [u8]) -> Result<(), KernelError> 
             return Err(KernelError::NonFinite);
         }
         // The first value of largest magnitude, with its sign (ggml: `if (amax < fabsf(v))`).
-        let max = block
-            .iter()
-            .copied()
-            .find(|v| v.to_bits() & ABS_MASK == amax_bits)
-            .unwrap_or(0.0);
+        // In a block of zeros ggml never takes a value: `max` keeps its initial +0, whatever the
+        // zeros' signs, so `d` is -0 (gguf.quants takes the first zero's sign instead).
+        let max = if amax_bits == 0 {
+            0.0
+        } else {
+            block
+                .iter()
+                .copied()
+                .find(|v| v.to_bits() & ABS_MASK == amax_bits)
+                .unwrap_or(0.0)
+        };
         let d = max / -8.0;
         let id = inverse(d);
         let (scale, nibbles) = dst.split_at_mut(2);
