@@ -205,6 +205,9 @@ pub fn load_tensors_from_bytes(bytes: &[u8], expected_type: ModelType) -> Result
 pub struct AprFile<B> {
     envelope: Envelope<B>,
     metadata: ModelMetadata,
+    /// For a TRUENO_NATIVE file, each tensor's exact byte size (its chunk also holds the zero
+    /// padding up to the next 64-byte boundary).
+    aligned_sizes: Option<Vec<u64>>,
 }
 
 fn inconsistent(reason: &'static str) -> Error {
@@ -241,7 +244,27 @@ impl<B: AsRef<[u8]>> AprFile<B> {
     /// As [`AprFile::parse`] after the envelope checks.
     pub fn from_envelope(envelope: Envelope<B>) -> Result<Self> {
         let metadata = checked_metadata(&envelope)?;
-        Ok(Self { envelope, metadata })
+        let aligned_sizes = crate::trueno::aligned_sizes(&envelope, &metadata)?;
+        Ok(Self {
+            envelope,
+            metadata,
+            aligned_sizes,
+        })
+    }
+
+    /// Chunk `position`, decoded; for a TRUENO_NATIVE file without its trailing padding.
+    fn chunk_data(&self, position: usize) -> Result<Vec<u8>> {
+        let mut data = self.envelope.decode_chunk(position)?.into_owned();
+        if let Some(size) = self.aligned_sizes.as_ref().and_then(|s| s.get(position)) {
+            data.truncate(usize::try_from(*size).unwrap_or(usize::MAX));
+        }
+        Ok(data)
+    }
+
+    /// Whether the tensors are stored aligned for zero-copy reading (TRUENO_NATIVE).
+    #[must_use]
+    pub fn is_aligned(&self) -> bool {
+        self.aligned_sizes.is_some()
     }
 
     /// The verified envelope.
@@ -291,7 +314,7 @@ impl<B: AsRef<[u8]>> AprFile<B> {
     /// `DecryptionFailed` (key required) if encrypted; `InvalidArgument` for a serde model;
     /// `InvalidFormat` for a corrupt chunk.
     pub fn tensors(&self) -> Result<TensorModel> {
-        self.tensors_from(|i| self.envelope.decode_chunk(i).map(Cow::into_owned))
+        self.tensors_from(|i| self.chunk_data(i))
     }
 
     /// Reads the tensor at `position` (payload order) of an unencrypted file, and only it: the
@@ -305,7 +328,7 @@ impl<B: AsRef<[u8]>> AprFile<B> {
                 "the model has no tensor at this position",
             ));
         }
-        let data = self.envelope.decode_chunk(position)?.into_owned();
+        let data = self.chunk_data(position)?;
         self.build(position, data)
     }
 
@@ -322,7 +345,7 @@ impl<B: AsRef<[u8]>> AprFile<B> {
             .ok_or(Error::InvalidArgument(
                 "the model has no tensor of that name",
             ))?;
-        let data = self.envelope.decode_chunk(position)?.into_owned();
+        let data = self.chunk_data(position)?;
         self.build(position, data)
     }
 
@@ -428,9 +451,18 @@ fn check_structure<B: AsRef<[u8]>>(envelope: &Envelope<B>, metadata: &ModelMetad
             return Err(inconsistent("a tensor has more than 8 dimensions"));
         }
         let expected = crate::tensor::element_count(&entry.shape).and_then(|n| dtype.byte_len(n));
+        // An aligned (TRUENO_NATIVE) chunk also holds the padding to the next 64-byte boundary;
+        // its exact size is checked against the tensor index in `trueno::aligned_sizes`.
+        let aligned = envelope
+            .section(envelope_core::Section::TensorIndex)
+            .is_some();
         match (dtype, expected) {
             (DType::Quantized(crate::QuantType::Custom), _) => {}
             (_, Some(len)) if len == chunk.uncompressed_size => {}
+            (_, Some(len))
+                if aligned
+                    && len <= chunk.uncompressed_size
+                    && chunk.uncompressed_size - len < 64 => {}
             (DType::Quantized(_), _) => {
                 return Err(Error::QuantizationCorrupt {
                     tensor: entry.name.clone(),

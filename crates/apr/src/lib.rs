@@ -54,6 +54,7 @@ pub mod quant;
 pub mod safetensors;
 mod summary;
 mod tensor;
+pub mod trueno;
 
 #[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
 pub mod fs;

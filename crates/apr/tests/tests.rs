@@ -2,6 +2,8 @@
 //! round trips of every model type and quantization, the Andon signals through the API, and the
 //! interop tests against the Python `gguf` and `safetensors` packages (run by `.ci/run`).
 
+mod fuzz_check;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -972,5 +974,73 @@ fn exported_gguf_files_pass_ggmls_own_loader() {
             Some(1),
             "{label}: ggml must refuse a cut file"
         );
+    }
+}
+
+/// Replays the fuzz corpus (fuzz/corpus/apr_reader) on stable: no input may panic.
+#[test]
+fn fuzz_corpus_replays_without_panic() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/apr_reader");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        fuzz_check::apr_reader(&std::fs::read(entry.unwrap().path()).unwrap());
+        seen += 1;
+    }
+    assert!(seen > 0, "empty corpus at {}", dir.display());
+}
+
+/// A TRUENO_NATIVE model loads through every `.apr` reader (full, lazy, in memory as on wasm32)
+/// with the same tensors, and maps zero-copy: each tensor 64-byte aligned, borrowed as `&[f32]`.
+#[test]
+fn trueno_native_models_load_everywhere_and_map_zero_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    for (label, model) in [
+        ("f32", sample_model()),
+        ("q8_0", sample_model().quantize(QuantType::Q8_0).unwrap()),
+        ("q4_1", sample_model().quantize(QuantType::Q4_1).unwrap()),
+    ] {
+        let bytes = apr::trueno::save_trueno_to_bytes(
+            &model,
+            ModelType::NeuralSequential,
+            &card(),
+            zerocopy_trueno::BackendHint::Avx2,
+        )
+        .unwrap();
+        let flags = envelope_core::Envelope::parse(&bytes[..], envelope_core::Format::Model)
+            .unwrap()
+            .header()
+            .flags();
+        assert!(
+            flags.contains(envelope_core::Flags::TRUENO_NATIVE),
+            "{label}"
+        );
+        let file = apr::AprFile::parse(&bytes[..]).unwrap();
+        assert!(file.is_aligned());
+        assert_eq!(file.tensors().unwrap(), model, "{label}");
+        let lazy = apr::AprFile::parse_lazy(&bytes[..]).unwrap();
+        assert_eq!(
+            lazy.tensor("blk.0.odd").unwrap(),
+            *model.tensor("blk.0.odd").unwrap()
+        );
+        assert_eq!(
+            apr::load_tensors_from_bytes(&bytes, ModelType::NeuralSequential).unwrap(),
+            model
+        );
+
+        let path = dir.path().join(format!("{label}.apr"));
+        std::fs::write(&path, &bytes).unwrap();
+        let mapped = zerocopy_trueno::MappedModel::open(&path).unwrap();
+        assert_eq!(mapped.model_type(), ModelType::NeuralSequential.id());
+        for tensor in &model.tensors {
+            let view = mapped.get(&tensor.name).unwrap();
+            assert_eq!(view.bytes(), tensor.data(), "{label} {}", tensor.name);
+            assert_eq!(view.bytes().as_ptr() as usize % 64, 0);
+            if tensor.dtype == DType::F32 {
+                assert_eq!(
+                    mapped.get_f32(&tensor.name).unwrap(),
+                    &tensor.to_f32().unwrap()[..]
+                );
+            }
+        }
     }
 }
