@@ -327,7 +327,13 @@ pub fn print_text(report: &Report) {
         }
     }
     if let Some(signer) = &report.signer {
-        println!("  signer       {signer} (not verified: pass --trusted-keys to verify)");
+        let verified = report.checks.iter().any(|c| c.starts_with("signature"));
+        let note = if verified {
+            ""
+        } else {
+            " (not verified: pass --trusted-keys to verify)"
+        };
+        println!("  signer       {signer}{note}");
     }
     if let Some(license) = &report.license {
         println!("  license      {}", license.license_id);
