@@ -63,19 +63,34 @@ step "fold: damage beyond the ECC's capacity is refused, naming the chunk and th
 damage "$out/repaired.fold" 62 120
 if "$bin/fold" verify "$out/repaired.fold"; then echo "expected verify to fail" >&2; exit 1; fi
 
-step "alimentar: keys for a publisher and a buyer; encrypt a dataset for the buyer, then sign it"
+step "alimentar: convert a CSV part to a STREAMING .ald dataset (zstd, row groups of 8); describe and read it"
+"$bin/alimentar" convert samples/dataset/measurements/part-0.csv "$out/data.ald" \
+  --compression zstd-l3 --streaming --chunk-rows 8 --type tabular
+"$bin/alimentar" info "$out/data.ald"
+"$bin/alimentar" schema "$out/data.ald"
+"$bin/alimentar" head "$out/data.ald" --rows 5
+
+step "alimentar: out to Parquet and back in; pyarrow-compatible files both ways"
+"$bin/alimentar" convert "$out/data.ald" "$out/data.parquet"
+"$bin/alimentar" convert "$out/data.parquet" "$out/roundtrip.csv"
+cmp samples/dataset/measurements/part-0.csv "$out/roundtrip.csv" && echo "CSV -> .ald -> Parquet -> CSV: identical"
+
+step "alimentar: keys for a publisher and a buyer; license the dataset, encrypt it for the buyer, sign it"
 printf 'publisher demo password\n' > "$out/publisher.pw"
 printf 'alice demo password\n' > "$out/alice.pw"
 "$bin/alimentar" keygen -o "$out/publisher.key" --password-file "$out/publisher.pw"
 "$bin/alimentar" keygen -o "$out/alice.key" --password-file "$out/alice.pw"
 mkdir -p "$out/trusted" && cp "$out/publisher.key.pub" "$out/trusted/"
-cp crates/envelope-core/tests/data/dataset_plain.ald "$out/data.ald"
+"$bin/alimentar" license "$out/data.ald" --licensee alice@example.com --expires 2099-12-31 \
+  --key "$out/publisher.key" --password-file "$out/publisher.pw" --terms "research use only"
 "$bin/alimentar" encrypt "$out/data.ald" --recipient "$out/alice.key.pub"
 "$bin/alimentar" sign "$out/data.ald" --key "$out/publisher.key" --password-file "$out/publisher.pw"
 "$bin/alimentar" verify "$out/data.ald" --trusted-keys "$out/trusted"
 "$bin/alimentar" info "$out/data.ald" --trusted-keys "$out/trusted"
 
 step "alimentar: the buyer decrypts it, after the signature is checked against the trusted keys"
+"$bin/alimentar" head "$out/data.ald" --rows 3 --key "$out/alice.key" \
+  --password-file "$out/alice.pw" --trusted-keys "$out/trusted"
 "$bin/alimentar" decrypt "$out/data.ald" --key "$out/alice.key" --password-file "$out/alice.pw" \
   --trusted-keys "$out/trusted" -o "$out/data-plain.ald"
 "$bin/alimentar" info "$out/data-plain.ald"
@@ -92,6 +107,30 @@ PY
 if "$bin/alimentar" verify "$out/data.ald" --trusted-keys "$out/trusted"; then
   echo "expected SignatureInvalid" >&2; exit 1
 fi
+
+step "apr: import a SafeTensors model (written by the Python safetensors package), quantize it (Q8_0)"
+"$bin/apr" import samples/model/tiny-mlp.safetensors -o "$out/mlp.apr" --type neural-sequential \
+  --compression zstd-l3
+"$bin/apr" quantize "$out/mlp.apr" --type q8_0 -o "$out/mlp-q8.apr"
+"$bin/apr" inspect "$out/mlp-q8.apr" --quantization
+
+step "apr: export to GGUF v3 and to SafeTensors"
+"$bin/apr" export "$out/mlp-q8.apr" --format gguf -o "$out/mlp-q8.gguf"
+"$bin/apr" export "$out/mlp-q8.apr" --format safetensors -o "$out/mlp-q8-safetensors"
+ls -l "$out/mlp-q8.gguf" "$out/mlp-q8-safetensors"
+
+step "apr: the zero-copy deployment form (64-byte aligned tensors; inspect reads only the index)"
+"$bin/apr" convert "$out/mlp.apr" "$out/mlp-aligned.apr" --trueno-native --backend avx2
+"$bin/apr" inspect "$out/mlp-aligned.apr"
+"$bin/apr" inspect "$out/mlp-aligned.apr" --verify --json > /dev/null && echo "every byte verified"
+
+step "apr: license the model to a buyer until 2099 and sign it; encrypt for alice; verify"
+"$bin/apr" license "$out/mlp-q8.apr" --licensee buyer@example.com --expires 2099-12-31 \
+  --key "$out/publisher.key" --password-file "$out/publisher.pw" --seats 3 -o "$out/mlp-sold.apr"
+"$bin/apr" encrypt "$out/mlp-sold.apr" --recipient "$out/alice.key.pub"
+"$bin/apr" sign "$out/mlp-sold.apr" --key "$out/publisher.key" --password-file "$out/publisher.pw"
+"$bin/apr" inspect "$out/mlp-sold.apr" --trusted-keys "$out/trusted" \
+  --key "$out/alice.key" --password-file "$out/alice.pw"
 
 step "alimentar / apr: verify and inspect envelope files (header, flags, sections, CRC32)"
 "$bin/alimentar" info crates/envelope-core/tests/data/dataset_plain.ald

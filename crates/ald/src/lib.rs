@@ -1,1 +1,75 @@
-//! The `.ald` dataset format.
+//! The `.ald` dataset format (spec 000): an Arrow table in the shared envelope, with a dataset
+//! card, optional compression, encryption, signature and license, and STREAMING row groups that
+//! are read one at a time.
+//!
+//! Key decisions (the byte format is `docs/ald.md`):
+//! - **One Arrow IPC stream, split in two.** The schema section holds the IPC schema message; the
+//!   payload holds the dictionary and record batch messages. `schema ‖ payload ‖ end-of-stream`
+//!   is a plain Arrow IPC stream any Arrow library reads. `schema`/`inspect` never touch the
+//!   payload, and a STREAMING file's chunks, concatenated, are exactly the payload of the same
+//!   table written whole.
+//! - **Chunks are independent.** Each STREAMING chunk carries its own dictionaries, so one chunk
+//!   decodes (and decrypts) without the others: opening a file and reading one chunk costs that
+//!   chunk, not the file.
+//! - **Checks before content.** Loading follows 000 §5.0: envelope (magic, version, CRC32,
+//!   bounds), signature, license, schema, and only then the payload ([`load`] module docs).
+//! - **Time is an argument.** License expiry is checked against the `now_unix` the caller passes,
+//!   so wasm32 works without a clock.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use ald::{ArrowDataset, DatasetType, SaveOptions};
+//! use arrow_array::{Int32Array, RecordBatch};
+//! use envelope_core::Compression;
+//!
+//! let batch = RecordBatch::try_from_iter([("n", Arc::new(Int32Array::from(vec![1, 2, 3])) as _)])
+//!     .unwrap();
+//! let dataset = ArrowDataset::from_batch(batch);
+//! let bytes = dataset.to_bytes(&SaveOptions::new(DatasetType::Tabular, Compression::None))?;
+//! assert_eq!(ald::load_from_bytes(&bytes)?, dataset);
+//! # Ok::<(), envelope_core::Error>(())
+//! ```
+//!
+//! # Features
+//! - `format-compression` (default): zstd and LZ4 payloads.
+//! - `format-encryption`, `format-signing` (default): decrypting and signature policies on load,
+//!   commercial packaging.
+//! - `fs` (default, native only): [`fs`] save/load, memory-mapped [`StreamingDataset::open`],
+//!   the bounded-memory [`fs::StreamingWriter`].
+//! - `interchange` (default, native only): CSV, JSONL, Parquet and Arrow IPC files
+//!   ([`interchange`]).
+//!
+//! With `--no-default-features` the crate builds for `wasm32-unknown-unknown` and reads and
+//! writes uncompressed files from memory.
+
+mod dataset;
+mod dataset_type;
+mod info;
+pub mod ipc;
+pub mod load;
+mod metadata;
+mod streaming;
+
+#[cfg(all(feature = "format-encryption", feature = "format-signing"))]
+pub mod commercial;
+
+#[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
+pub mod fs;
+
+#[cfg(all(feature = "interchange", not(target_arch = "wasm32")))]
+pub mod interchange;
+
+pub use dataset::{ArrowDataset, DEFAULT_CHUNK_ROWS, SaveOptions, check_schema, render_schema};
+pub use dataset_type::DatasetType;
+pub use info::DatasetInfo;
+pub use load::{LoadOptions, Loaded, Opened, load_from_bytes, load_from_bytes_with, read_schema};
+pub use metadata::{
+    ColumnDoc, Compliance, DataSource, DatasetCard, Metadata, PAYLOAD_ALIGNMENT, QUERY_PROTOCOL,
+};
+pub use streaming::{ChunkIterator, ChunkReader, StreamingDataset};
+
+/// The Arrow crates of this crate's API, re-exported so callers use the same versions.
+pub use {arrow_array, arrow_schema};
+
+/// The license block and its flags, re-exported from `envelope-license`.
+pub use envelope_license::{LicenseBlock, LicenseFlags, licensee_hash};

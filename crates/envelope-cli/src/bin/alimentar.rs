@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use envelope_cli::dataset::{self, ConvertArgs, HeadArgs, SchemaArgs};
+use envelope_cli::finish;
 use envelope_cli::security::{self, KeyOptions, SecurityCommand, Tool};
-use envelope_cli::{finish, inspect};
 
 /// Work with `.ald` datasets: Arrow tables in a verified, optionally encrypted and signed file.
 #[derive(Parser)]
@@ -17,22 +18,41 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Verify a file (magic, version, CRC32, every section bound) and show its header and sections.
+    /// Verify a file and show its header, flags, sections, signer, license, dataset card,
+    /// schema and chunks.
     ///
-    /// Reads only the header and section lengths and streams the rest through the checksum, so it
-    /// works on files of any size in constant memory. Exits non-zero, naming the Andon signal
-    /// (InvalidFormat, ChecksumMismatch, UnsupportedVersion, ...), if the file fails a check.
-    /// With --trusted-keys it also requires a valid signature; with a key or password it also
-    /// decrypts and authenticates the payload.
+    /// The file is memory-mapped. A STREAMING or TRUENO_NATIVE file is checked through the CRC-32C
+    /// of its header and indexes only, so the answer takes milliseconds for any size; --verify
+    /// reads and checks every byte. Other files are checked whole (magic, version, CRC32, every
+    /// section bound). Exits non-zero, naming the Andon signal (InvalidFormat, ChecksumMismatch,
+    /// UnsupportedVersion, ...), if the file fails a check. With --trusted-keys it also requires a
+    /// valid signature; with a key or password it also decrypts and authenticates the payload.
     Info {
         /// The .ald file.
         file: PathBuf,
-        /// Print one JSON object instead of text.
+        /// Print one JSON object instead of text (with a `dataset` member).
         #[arg(long)]
         json: bool,
+        /// Check every byte: the whole-file CRC32 and every aligned array's CRC-32C.
+        #[arg(long)]
+        verify: bool,
         #[command(flatten)]
         keys: KeyOptions,
     },
+    /// Convert between .csv, .jsonl, .parquet, .arrow (Arrow IPC file) and .ald, by extension.
+    ///
+    /// Rows move in batches; with --streaming the .ald output is written one row group at a time,
+    /// so any input size converts in bounded memory. Every output is written atomically. CSV and
+    /// JSONL column types are inferred unless --schema gives them. Exits non-zero naming the
+    /// Andon signal (InvalidFormat, ChecksumMismatch, ...) if an .ald input fails a check.
+    Convert(ConvertArgs),
+    /// Print the first rows of a dataset (only the row groups holding them are read and
+    /// decoded). Encrypted files need --password / --key; --trusted-keys requires a signature.
+    Head(HeadArgs),
+    /// Print a dataset's columns: name, Arrow type, nullability. For .ald files only the schema
+    /// section is read, after the checks that precede it (the CRC32, or for a STREAMING file the
+    /// chunk index's checksum), never the payload.
+    Schema(SchemaArgs),
     #[command(flatten)]
     Security(SecurityCommand),
 }
@@ -40,7 +60,15 @@ enum Command {
 fn main() -> ExitCode {
     let tool = Tool::ALIMENTAR;
     let outcome = match Cli::parse().command {
-        Command::Info { file, json, keys } => inspect::run(&file, tool, json, &keys),
+        Command::Info {
+            file,
+            json,
+            verify,
+            keys,
+        } => dataset::info(&file, json, verify, &keys),
+        Command::Convert(args) => dataset::convert(tool, &args),
+        Command::Head(args) => dataset::head(tool, &args),
+        Command::Schema(args) => dataset::schema(&args),
         Command::Security(command) => security::run(tool, command),
     };
     finish(tool.name, outcome)

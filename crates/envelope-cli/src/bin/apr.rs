@@ -4,12 +4,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use envelope_cli::finish;
+use envelope_cli::model::{self, ConvertArgs, ExportArgs, ImportArgs, QuantizeArgs};
 use envelope_cli::security::{self, KeyOptions, SecurityCommand, Tool};
-use envelope_cli::{finish, inspect};
 
-/// Work with `.apr` models: weights in a verified, optionally encrypted and signed file.
+/// Work with `.apr` models: weights in one verified file, optionally encrypted, signed and
+/// licensed. Import SafeTensors, quantize (GGUF-compatible Q8_0/Q4_0/Q4_1, or Q8_TENSOR), export to
+/// GGUF or SafeTensors. Every failure exits 1 with a message starting with its Andon signal.
 #[derive(Parser)]
-#[command(version, about, long_about = None)]
+#[command(version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -17,19 +20,40 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Verify a model file (magic, version, CRC32, every section bound) and show its header and
-    /// sections. Constant memory for any file size; exits non-zero naming the Andon signal on
-    /// failure. With --trusted-keys it also requires a valid signature; with a key or password it
-    /// also decrypts and authenticates the payload.
+    /// Verify a model file and show its header, sections, model type, card and tensors; with
+    /// --quantization, how it was quantized. The file is memory-mapped: a STREAMING or
+    /// TRUENO_NATIVE model is checked through the CRC-32C of its header and indexes only, so the
+    /// answer takes milliseconds for any size (--verify reads and checks every byte); other files
+    /// are checked whole (magic, version, CRC32, every section bound). Exits non-zero naming the
+    /// Andon signal on failure. With --trusted-keys it also requires a valid signature; with a key
+    /// or password it also decrypts and authenticates the payload.
     Inspect {
         /// The .apr file.
         file: PathBuf,
-        /// Print one JSON object instead of text.
+        /// Print one JSON object instead of text (with a `model` member: card, tensors,
+        /// quantization).
         #[arg(long)]
         json: bool,
+        /// Also show how the model was quantized: type, block size, bits per weight, original
+        /// dtype, and per tensor its type, error, and why it was kept if it was.
+        #[arg(long)]
+        quantization: bool,
+        /// Check every byte: the whole-file CRC32 and every aligned tensor's CRC-32C.
+        #[arg(long)]
+        verify: bool,
         #[command(flatten)]
         keys: KeyOptions,
     },
+    /// Import a .safetensors file as an .apr model, keeping tensor names, shapes and order.
+    Import(ImportArgs),
+    /// Quantize a model (explicit opt-in, 001 §6.2.5), one tensor at a time: memory is bounded by
+    /// the largest tensor. Bit-exact with ggml for q8_0, q4_0 and q4_1.
+    Quantize(QuantizeArgs),
+    /// Export a model to GGUF v3 or SafeTensors (001 §6.2.7).
+    Export(ExportArgs),
+    /// Rewrite a model: --trueno-native for the zero-copy deployment form (64-byte aligned
+    /// tensors, memory-mapped in place), or another --compression.
+    Convert(ConvertArgs),
     #[command(flatten)]
     Security(SecurityCommand),
 }
@@ -37,7 +61,17 @@ enum Command {
 fn main() -> ExitCode {
     let tool = Tool::APR;
     let outcome = match Cli::parse().command {
-        Command::Inspect { file, json, keys } => inspect::run(&file, tool, json, &keys),
+        Command::Inspect {
+            file,
+            json,
+            quantization,
+            verify,
+            keys,
+        } => model::inspect(&file, json, quantization, verify, &keys),
+        Command::Import(args) => model::import(&args),
+        Command::Quantize(args) => model::quantize(&args),
+        Command::Export(args) => model::export(&args),
+        Command::Convert(args) => model::convert(&args),
         Command::Security(command) => security::run(tool, command),
     };
     finish(tool.name, outcome)

@@ -1,1 +1,489 @@
-//! `apr` model commands (import, quantize, export, ...).
+//! `apr` model commands: `import`, `quantize`, `export`, and the model part of `inspect`
+//! ([`inspect`]). Argument parsing and printing only; the work is in the `apr` crate.
+//!
+//! Inputs are opened mapped and lazily (`apr::fs::open`): `quantize` reads, quantizes and spills
+//! one tensor at a time, so its memory is bounded by the largest tensor, not the model. Encrypted
+//! inputs are refused with `DecryptionFailed` (run `apr decrypt` first); `--trusted-keys`
+//! requires a valid signature before anything else is read, and a licensed input whose license
+//! has expired is refused (`LicenseExpired`). Outputs are new, unsigned, unlicensed files: sign
+//! (and license) them again with `apr sign` / `apr license`.
+
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
+
+use apr::fs::MappedFile;
+use apr::{
+    AprFile, MixedPrecisionHooks, ModelCard, ModelType, QuantType, QuantizationHooks,
+    QuantizationSession, QuantizerRegistry, SaveOptions, UniformQuantization,
+};
+use clap::{Args, ValueEnum};
+use envelope_core::Flags;
+
+use crate::dataset::CompressionArg;
+use crate::security::{KeyOptions, Tool};
+
+mod calibration;
+
+/// A quantization type as named on the command line (`q8_0`, `q4_0`, `q4_1`, `q8_tensor`); an
+/// unknown name is `UnsupportedQuantization` (001 §6.2.9), not a usage error.
+fn quant_type(name: &str) -> anyhow::Result<QuantType> {
+    match QuantType::from_name(name) {
+        Ok(QuantType::Custom) | Err(_) => Err(anyhow::anyhow!(
+            "UnsupportedQuantization: unknown quantization type {name:?} (use q8_0, q4_0, q4_1 \
+             or q8_tensor)"
+        )),
+        Ok(quant) => Ok(quant),
+    }
+}
+
+/// `apr import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// A .safetensors file (F32, F16, BF16, I8, U8 tensors). `scales.json` / `mins.json` next to
+    /// it are used for tensors `apr export` wrote quantized.
+    pub input: PathBuf,
+    /// The .apr file to write (replaced atomically).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+    /// Model type: a 001 §3.1 name (neural-sequential, linear-regression, custom, ...).
+    #[arg(long = "type", value_name = "TYPE", default_value = "neural-custom")]
+    pub model_type: String,
+    /// A JSON model card (name, version, author, license, metrics, ...).
+    #[arg(long, value_name = "JSON")]
+    pub card: Option<PathBuf>,
+    /// Payload compression (each tensor separately).
+    #[arg(long, value_enum, default_value = "none")]
+    pub compression: CompressionArg,
+}
+
+/// `apr quantize`.
+#[derive(Debug, Args)]
+pub struct QuantizeArgs {
+    /// The .apr model to quantize (named tensors, unencrypted).
+    pub input: PathBuf,
+    /// Type of every float tensor whose last dimension allows it: q8_0 (8.5 bits/weight), q4_0
+    /// (4.5), q4_1 (5.0), all GGUF-compatible blocks of 32 that need the last dimension to be a
+    /// multiple of 32 (other tensors are kept and the reason recorded), or q8_tensor (8 bits,
+    /// one scale and zero point per tensor).
+    #[arg(long = "type", value_name = "TYPE")]
+    pub quant_type: String,
+    /// Type of embedding tensors (names containing `embed`/`embd`): mixed precision.
+    #[arg(long, value_name = "TYPE")]
+    pub embedding_type: Option<String>,
+    /// Type of the output layer (`output.*`, `lm_head*`): mixed precision.
+    #[arg(long, value_name = "TYPE")]
+    pub output_type: Option<String>,
+    /// A CSV of input samples (one row per sample, one numeric column per input feature, an
+    /// optional header row). Every 2-D tensor whose input width equals the column count is
+    /// checked on these samples: its output error `||W x - W' x|| / ||W x||` is recorded, and
+    /// over 5% it is a warning in the metadata.
+    #[arg(long, value_name = "CSV")]
+    pub calibration: Option<PathBuf>,
+    /// The quantized .apr file (replaced atomically).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+    /// Require a valid signature on the input by a key in one of the `*.pub` files of DIR.
+    #[arg(long, value_name = "DIR")]
+    pub trusted_keys: Option<PathBuf>,
+    /// Refuse the input (ModelTypeMismatch) unless it is a model of this type.
+    #[arg(long, value_name = "TYPE")]
+    pub expect_type: Option<String>,
+}
+
+/// Export target. GGUF is written one tensor at a time (memory bounded by the largest tensor);
+/// SafeTensors export holds the model in memory (the `safetensors` writer takes every tensor at
+/// once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// GGUF v3 (llama.cpp, Ollama).
+    Gguf,
+    /// A directory with weights.safetensors (+ scales.json, mins.json for quantized tensors).
+    Safetensors,
+}
+
+/// `apr export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The .apr model (named tensors, unencrypted).
+    pub input: PathBuf,
+    /// Target format.
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// GGUF: the output file. SafeTensors: the output directory.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+    /// GGUF `general.architecture` (default: the model type's name in lower case).
+    #[arg(long, value_name = "NAME")]
+    pub architecture: Option<String>,
+    /// Require a valid signature on the input by a key in one of the `*.pub` files of DIR.
+    #[arg(long, value_name = "DIR")]
+    pub trusted_keys: Option<PathBuf>,
+    /// Refuse the input (ModelTypeMismatch) unless it is a model of this type.
+    #[arg(long, value_name = "TYPE")]
+    pub expect_type: Option<String>,
+}
+
+/// `apr convert`.
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// The .apr model (named tensors, unencrypted).
+    pub input: PathBuf,
+    /// The converted model.
+    pub output: PathBuf,
+    /// Write the zero-copy deployment form (TRUENO_NATIVE, 003 §9): every tensor uncompressed on
+    /// a 64-byte boundary, listed in a tensor index, so a memory-mapped reader
+    /// (`zerocopy_trueno::MappedModel`) opens it in microseconds whatever its size and borrows
+    /// tensors in place. Decompresses once; the file stays a valid tensor model for every reader.
+    #[arg(long)]
+    pub trueno_native: bool,
+    /// The SIMD backend hint stored with each tensor (auto, scalar, sse2, avx, avx2, avx512, neon,
+    /// wasm-simd, gpu).
+    #[arg(
+        long,
+        value_name = "HINT",
+        default_value = "auto",
+        requires = "trueno_native"
+    )]
+    pub backend: String,
+    /// Without --trueno-native: the payload compression of the output.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "zstd-l3",
+        conflicts_with = "trueno_native"
+    )]
+    pub compression: crate::dataset::CompressionArg,
+    /// Require a valid signature on the input by a key in one of the `*.pub` files of DIR.
+    #[arg(long, value_name = "DIR")]
+    pub trusted_keys: Option<PathBuf>,
+}
+
+fn backend_hint(name: &str) -> anyhow::Result<zerocopy_trueno::BackendHint> {
+    (0..=8)
+        .filter_map(zerocopy_trueno::BackendHint::from_code)
+        .find(|hint| hint.name() == name)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "Usage: unknown backend hint {name:?} (auto, scalar, sse2, avx, avx2, avx512, neon, wasm-simd, gpu)"
+            )
+        })
+}
+
+/// `apr convert`: rewrite a tensor model, as the zero-copy TRUENO_NATIVE form or with another
+/// compression. Tensors, names, order, card and quantization are kept.
+///
+/// # Errors
+/// The input's signal, or the writer's error.
+pub fn convert(args: &ConvertArgs) -> anyhow::Result<()> {
+    let input = open(&args.input, args.trusted_keys.as_ref(), None)?;
+    let model = input.tensors()?;
+    let model_type = ModelType::from_id(input.model_type_id()).ok_or_else(|| {
+        anyhow::anyhow!(
+            "InvalidFormat: unknown model type {:#06x}",
+            input.model_type_id()
+        )
+    })?;
+    let card = input.metadata().model_card.clone();
+    let parts = if args.trueno_native {
+        apr::trueno::trueno_parts(&model, model_type, &card, backend_hint(&args.backend)?)?
+    } else {
+        let options = SaveOptions {
+            card,
+            compression: args.compression.into(),
+        };
+        apr::tensor_parts(&model, model_type, &options)?
+    };
+    envelope_core::fs::save(&args.output, &parts)?;
+    let form = if args.trueno_native {
+        "TRUENO_NATIVE (64-byte aligned, zero-copy)"
+    } else {
+        "compressed"
+    };
+    println!(
+        "{}: {} tensors written, {form}",
+        args.output.display(),
+        model.tensors.len()
+    );
+    Ok(())
+}
+
+fn open(
+    path: &Path,
+    trusted_keys: Option<&PathBuf>,
+    expect_type: Option<&String>,
+) -> anyhow::Result<AprFile<MappedFile>> {
+    let envelope =
+        envelope_core::Envelope::parse_lazy(MappedFile::open(path)?, envelope_core::Format::Model)?;
+    let keys = KeyOptions {
+        trusted_keys: trusted_keys.cloned(),
+        ..KeyOptions::default()
+    };
+    keys.check_signature(&envelope)?;
+    crate::security::check_license(&envelope)?;
+    if let Some(name) = expect_type {
+        ModelType::from_name(name)?.expect(envelope.header().type_id())?;
+    }
+    let file = AprFile::from_envelope(envelope)?;
+    if file.envelope().header().flags().contains(Flags::ENCRYPTED) {
+        return Err(anyhow::anyhow!(
+            "{}; decrypt the model first with `apr decrypt`",
+            envelope_core::Error::DecryptionFailed(envelope_core::DecryptionFailure::KeyRequired)
+        ));
+    }
+    Ok(file)
+}
+
+fn read_card(path: Option<&PathBuf>) -> anyhow::Result<ModelCard> {
+    let Some(path) = path else {
+        return Ok(ModelCard::default());
+    };
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        anyhow::anyhow!("Io: reading the model card {}: {error}", path.display())
+    })?;
+    serde_json::from_str(&text).map_err(|error| {
+        anyhow::anyhow!(
+            "Usage: the model card {} is not a JSON ModelCard object: {error}",
+            path.display()
+        )
+    })
+}
+
+fn progress(total: u64, what: &str) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg} [{bar:30}] {pos}/{len} tensors {elapsed} (eta {eta})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar.set_message(what.to_owned());
+    bar
+}
+
+/// `apr import`.
+///
+/// # Errors
+/// The import's or the writer's error, naming its signal.
+pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
+    let model_type = ModelType::from_name(&args.model_type)?;
+    let card = read_card(args.card.as_ref())?;
+    let model = apr::fs::import_safetensors(&args.input)?;
+    let options = SaveOptions {
+        card,
+        compression: args.compression.into(),
+    };
+    apr::fs::save_tensors(&args.output, &model, model_type, &options)?;
+    println!(
+        "{}: {} tensors imported as {}",
+        args.output.display(),
+        model.tensors.len(),
+        model_type
+    );
+    Ok(())
+}
+
+/// `apr quantize`.
+///
+/// # Errors
+/// The input's signal, `QuantizationCorrupt` naming a tensor, or the writer's error.
+pub fn quantize(args: &QuantizeArgs) -> anyhow::Result<()> {
+    let input = open(
+        &args.input,
+        args.trusted_keys.as_ref(),
+        args.expect_type.as_ref(),
+    )?;
+    let default_type = quant_type(&args.quant_type)?;
+    let mixed;
+    let uniform = UniformQuantization {
+        quant_type: default_type,
+    };
+    let hooks: &dyn QuantizationHooks =
+        if args.embedding_type.is_some() || args.output_type.is_some() {
+            mixed = MixedPrecisionHooks {
+                default_type,
+                embedding_type: args
+                    .embedding_type
+                    .as_deref()
+                    .map_or(Ok(default_type), quant_type)?,
+                output_type: args
+                    .output_type
+                    .as_deref()
+                    .map_or(Ok(default_type), quant_type)?,
+            };
+            &mixed
+        } else {
+            &uniform
+        };
+    let samples = args
+        .calibration
+        .as_deref()
+        .map(calibration::read_samples)
+        .transpose()?;
+    let registry = QuantizerRegistry::default();
+    let mut session = QuantizationSession::new(hooks, &registry);
+    let options = SaveOptions {
+        card: input.metadata().model_card.clone(),
+        compression: input.envelope().header().compression(),
+    };
+    let mut writer = apr::fs::TensorFileWriter::new(&args.output, options.compression)?;
+    let count = input.metadata().tensors.len();
+    let bar = progress(count as u64, "quantizing");
+    let mut checks = Vec::new();
+    for position in 0..count {
+        let tensor = input.tensor_at(position)?;
+        let quantized = session.quantize(&tensor)?;
+        if let Some(samples) = &samples
+            && let Some(check) = calibration::check(&tensor, &quantized, samples)?
+        {
+            checks.push(check);
+        }
+        writer.push(&quantized)?;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    if let Some(samples) = &samples {
+        session.set_calibration_samples(u32::try_from(samples.rows()).unwrap_or(u32::MAX));
+    }
+    let mut info = session.finish()?;
+    calibration::record(&mut info, &checks);
+    let model_type = input.model_type_id();
+    let model_type = ModelType::from_id(model_type).unwrap_or(ModelType::Custom);
+    writer.finish(model_type, &options.card, Some(info.clone()))?;
+    let quantized = info
+        .tensors
+        .iter()
+        .filter(|t| t.quant_type.is_some())
+        .count();
+    println!(
+        "{}: {quantized} of {count} tensors quantized ({}), {} warnings",
+        args.output.display(),
+        default_type.name(),
+        info.warnings.len()
+    );
+    for warning in &info.warnings {
+        println!("  warning: {warning}");
+    }
+    Ok(())
+}
+
+/// `apr export`.
+///
+/// # Errors
+/// The input's signal, or `ExportFailed` naming the tensor the target cannot hold.
+pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
+    let input = open(
+        &args.input,
+        args.trusted_keys.as_ref(),
+        args.expect_type.as_ref(),
+    )?;
+    let count = input.metadata().tensors.len();
+    match args.format {
+        ExportFormat::Gguf => {
+            let options = apr::gguf::GgufOptions {
+                architecture: args.architecture.clone(),
+                ..apr::gguf::GgufOptions::default()
+            };
+            apr::fs::export_gguf_from(&args.output, &input, &options)?;
+        }
+        ExportFormat::Safetensors => {
+            apr::fs::export_safetensors(&args.output, &input.tensors()?)?;
+        }
+    }
+    println!("{}: {count} tensors exported", args.output.display());
+    Ok(())
+}
+
+/// `apr inspect`: the shared envelope report, then the model's card, tensors and (with
+/// `quantization`) how it was quantized. With `--json`, one object: the envelope report with a
+/// `model` member ([`apr::ModelSummary`]).
+///
+/// A file whose envelope is valid but whose metadata is not an `.apr` model map (written by
+/// another tool) is still reported, with the model part replaced by the reason (`model_error` in
+/// JSON); with `--quantization`, which asks about the model itself, that is an error.
+///
+/// # Errors
+/// As `crate::inspect::inspect`, the deep checks, then (with `quantization`) the model's.
+pub fn inspect(
+    path: &Path,
+    json: bool,
+    quantization: bool,
+    verify: bool,
+    keys: &KeyOptions,
+) -> anyhow::Result<()> {
+    let tool = Tool::APR;
+    let mut report = crate::inspect::inspect_with(path, tool.format, verify)?;
+    report.checks = crate::security::deep_checks(tool, path, keys)?;
+    let summary = match apr::fs::open(path) {
+        Ok(file) => Ok(apr::summarize(&file)),
+        Err(error) if quantization => return Err(error.into()),
+        Err(error) => Err(error.to_string()),
+    };
+    if json {
+        let mut value = serde_json::to_value(&report)?;
+        if let serde_json::Value::Object(map) = &mut value {
+            match &summary {
+                Ok(summary) => map.insert("model".to_owned(), serde_json::to_value(summary)?),
+                Err(error) => map.insert("model_error".to_owned(), error.clone().into()),
+            };
+        }
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(());
+    }
+    crate::inspect::print_text(&report);
+    match &summary {
+        Ok(summary) => print_summary(summary, quantization),
+        Err(error) => println!("  model        not readable as an .apr model: {error}"),
+    }
+    Ok(())
+}
+
+fn print_summary(summary: &apr::ModelSummary, quantization: bool) {
+    println!(
+        "  model        {} ({:#06x})",
+        summary.model_type, summary.model_type_id
+    );
+    let card = &summary.model_card;
+    if !card.name.is_empty() {
+        println!("  name         {} {}", card.name, card.version);
+    }
+    println!("  tensors      {}", summary.tensors.len());
+    if !quantization {
+        return;
+    }
+    match &summary.quantization {
+        None => println!("  quantization none"),
+        Some(info) => {
+            let name = QuantType::from_id(info.quant_type).map_or("unknown", |q| q.name());
+            println!(
+                "  quantization Type: {}, Block size: {}, Bits/weight: {}, Original: {}",
+                name.to_ascii_uppercase(),
+                info.block_size,
+                info.bits_per_weight,
+                info.original_dtype
+            );
+            println!(
+                "  calibration  {} ({} samples)",
+                info.calibration_method, info.calibration_samples
+            );
+            for (tensor, record) in summary.tensors.iter().zip(&info.tensors) {
+                let error = record
+                    .relative_error
+                    .map_or_else(String::new, |e| format!(" error {:.3}%", e * 100.0));
+                let kept = record
+                    .kept_because
+                    .as_ref()
+                    .map_or_else(String::new, |why| format!(" kept: {why}"));
+                println!(
+                    "    {} {} {:?}{error}{kept}",
+                    tensor.name, tensor.dtype, tensor.shape
+                );
+            }
+            for warning in &info.warnings {
+                println!("  warning      {warning}");
+            }
+        }
+    }
+}

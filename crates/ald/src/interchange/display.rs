@@ -1,0 +1,81 @@
+//! Rows for people and for programs: an aligned text table and JSON objects (one per row), for
+//! `alimentar head`.
+
+use std::io::Write;
+
+use arrow_array::RecordBatch;
+use arrow_cast::display::{ArrayFormatter, FormatOptions};
+use envelope_core::{Error, Result};
+
+/// Longest cell shown in a text table before it is cut with `…`.
+pub const MAX_CELL_CHARS: usize = 48;
+
+fn display_error(_: arrow_schema::ArrowError) -> Error {
+    Error::InvalidArgument("a value cannot be displayed")
+}
+
+/// Writes `batch` as an aligned text table with a header line; nulls print as `null`.
+///
+/// # Errors
+/// `Io` from `out`.
+pub fn write_text_table(batch: &RecordBatch, out: &mut impl Write) -> Result<()> {
+    let options = FormatOptions::default().with_null("null");
+    let formatters = batch
+        .columns()
+        .iter()
+        .map(|column| ArrayFormatter::try_new(column.as_ref(), &options))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(display_error)?;
+    let mut rows: Vec<Vec<String>> = vec![
+        batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|field| field.name().clone())
+            .collect(),
+    ];
+    for row in 0..batch.num_rows() {
+        rows.push(
+            formatters
+                .iter()
+                .map(|formatter| cut(formatter.value(row).to_string()))
+                .collect(),
+        );
+    }
+    let widths: Vec<usize> = (0..batch.num_columns())
+        .map(|column| {
+            rows.iter()
+                .map(|row| row[column].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        writeln!(out, "{}", cells.join("  ").trim_end())?;
+    }
+    Ok(())
+}
+
+fn cut(mut cell: String) -> String {
+    if let Some((at, _)) = cell.char_indices().nth(MAX_CELL_CHARS) {
+        cell.truncate(at);
+        cell.push('…');
+    }
+    cell.replace('\n', "\\n")
+}
+
+/// Writes `batch` as a JSON array of row objects (nulls left out, as `arrow-json` does).
+///
+/// # Errors
+/// `Io` from `out`.
+pub fn write_json_rows(batch: &RecordBatch, out: &mut impl Write) -> Result<()> {
+    let mut writer = arrow_json::ArrayWriter::new(out);
+    writer.write(batch).map_err(display_error)?;
+    writer.finish().map_err(display_error)?;
+    Ok(())
+}

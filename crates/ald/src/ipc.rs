@@ -1,0 +1,266 @@
+//! Arrow IPC encoding of the schema section, the payload and streaming chunks (docs/ald.md §4-6).
+//!
+//! One rule for every file: the Arrow IPC *stream* of the dataset is
+//! `schema section ‖ decoded payload ‖ end-of-stream marker`. The schema message is stored once,
+//! in the schema section, so `schema` and `inspect` never touch the payload; the payload holds
+//! only dictionary and record batch messages. A STREAMING file's decoded chunks, concatenated,
+//! are exactly such a payload, and each chunk alone decodes after the schema message, because
+//! every chunk carries the dictionaries its batches use.
+
+use arrow_array::RecordBatch;
+use arrow_buffer::Buffer;
+use arrow_ipc::reader::StreamDecoder;
+use arrow_ipc::writer::StreamEncoder;
+use arrow_schema::{ArrowError, Schema, SchemaRef};
+use envelope_core::{Error, FormatError, Result, Section};
+
+/// The IPC end-of-stream marker: continuation token then a zero length.
+pub const END_OF_STREAM: [u8; 8] = [0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0];
+
+/// The continuation token that starts every encapsulated IPC message.
+const CONTINUATION: [u8; 4] = [0xFF; 4];
+
+fn malformed(section: Section, reason: &'static str) -> Error {
+    Error::InvalidFormat(FormatError::MalformedBlock { section, reason })
+}
+
+fn encode_failed(_: ArrowError) -> Error {
+    Error::InvalidArgument("the table cannot be encoded as Arrow IPC")
+}
+
+fn concat(buffers: Vec<Buffer>, out: &mut Vec<u8>) {
+    for buffer in buffers {
+        out.extend_from_slice(buffer.as_slice());
+    }
+}
+
+/// The schema section: the IPC-encapsulated schema message of `schema`.
+///
+/// # Errors
+/// `Usage` if Arrow cannot encode the schema or the message is larger than the header's u16
+/// `schema_size` allows (65,535 bytes).
+pub fn schema_message(schema: &Schema) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    concat(
+        StreamEncoder::try_new(schema)
+            .and_then(StreamEncoder::finish)
+            .map_err(encode_failed)?,
+        &mut bytes,
+    );
+    bytes.truncate(bytes.len().saturating_sub(END_OF_STREAM.len()));
+    if bytes.len() > usize::from(u16::MAX) {
+        return Err(Error::SectionTooLarge {
+            section: Section::Schema,
+            size: bytes.len() as u64,
+            max: u64::from(u16::MAX),
+        });
+    }
+    Ok(bytes)
+}
+
+/// Parses the schema section.
+///
+/// # Errors
+/// `InvalidFormat` unless the section is exactly one encapsulated IPC schema message.
+pub fn parse_schema(section: &[u8]) -> Result<SchemaRef> {
+    let bad = || malformed(Section::Schema, "not exactly one Arrow IPC schema message");
+    let mut decoder = decoder_after_schema(section)?;
+    // A message with an empty body is acted on when the next bytes arrive: the end-of-stream
+    // marker makes the decoder read it, and proves no body was left waiting for payload bytes.
+    match decoder.decode(&mut Buffer::from(END_OF_STREAM.as_slice())) {
+        Ok(None) if decoder.finish().is_ok() => decoder.schema().ok_or_else(bad),
+        _ => Err(bad()),
+    }
+}
+
+/// A decoder that has consumed the schema section, ready for payload messages. Callers have
+/// checked the section with [`parse_schema`] (every load path does, before the payload).
+fn decoder_after_schema(section: &[u8]) -> Result<StreamDecoder> {
+    let bad = || malformed(Section::Schema, "not exactly one Arrow IPC schema message");
+    // docs/ald.md §4: 0xFFFFFFFF, an i32 length, then that many bytes of flatbuffer + padding,
+    // and nothing else. Checked here so the section cannot smuggle a record batch.
+    let (marker, rest) = section.split_first_chunk::<4>().ok_or_else(bad)?;
+    let (length, body) = rest.split_first_chunk::<4>().ok_or_else(bad)?;
+    let length = u32::from_le_bytes(*length);
+    if *marker != CONTINUATION || length == 0 || u64::from(length) != body.len() as u64 {
+        return Err(bad());
+    }
+    let mut decoder = StreamDecoder::new();
+    let mut buffer = Buffer::from(section);
+    match decoder.decode(&mut buffer) {
+        Ok(None) if buffer.is_empty() => Ok(decoder),
+        _ => Err(bad()),
+    }
+}
+
+/// Encodes `batches` as payload messages (no schema message, no end-of-stream marker), appending
+/// to `out`. All batches must have `schema`.
+///
+/// # Errors
+/// `Usage` if Arrow cannot encode a batch.
+pub fn encode_batches<'b>(
+    schema: &Schema,
+    batches: impl IntoIterator<Item = &'b RecordBatch>,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let schema_len = schema_message(schema)?.len();
+    let mut encoder = StreamEncoder::try_new(schema).map_err(encode_failed)?;
+    let mut first = true;
+    for batch in batches {
+        let mut buffers = encoder.encode(batch).map_err(encode_failed)?;
+        if first {
+            // The first call puts the schema message in front; it lives in the schema section.
+            let mut skip = schema_len;
+            buffers.retain_mut(|buffer| {
+                if skip == 0 {
+                    return true;
+                }
+                let dropped = skip.min(buffer.len());
+                skip -= dropped;
+                if dropped < buffer.len() {
+                    *buffer = buffer.slice(dropped);
+                    true
+                } else {
+                    false
+                }
+            });
+            first = false;
+        }
+        concat(buffers, out);
+    }
+    Ok(())
+}
+
+/// Encodes one STREAMING chunk: its rows as a single record batch message (after the dictionary
+/// messages it needs), so readers see one batch per chunk however the writer received the rows.
+///
+/// # Errors
+/// `Usage` if Arrow cannot encode the rows.
+pub fn encode_chunk(schema: &SchemaRef, rows: &[RecordBatch], out: &mut Vec<u8>) -> Result<()> {
+    if let [single] = rows {
+        return encode_batches(schema, [single], out);
+    }
+    let joined = arrow_select::concat::concat_batches(schema, rows).map_err(encode_failed)?;
+    encode_batches(schema, [&joined], out)
+}
+
+/// Decodes a payload (or one chunk, or several consecutive chunks) after the schema section.
+///
+/// # Errors
+/// `InvalidFormat` if the messages are not dictionary and record batch messages of the schema,
+/// are cut short, or fail Arrow's validation.
+pub fn decode_batches(schema_section: &[u8], payload: Buffer) -> Result<Vec<RecordBatch>> {
+    let mut decoder = decoder_after_schema(schema_section)?;
+    let mut payload = payload;
+    let bad = |_: ArrowError| {
+        malformed(
+            Section::Payload,
+            "not Arrow IPC record batches of the schema section's schema",
+        )
+    };
+    let mut batches = Vec::new();
+    while !payload.is_empty() {
+        if let Some(batch) = decoder.decode(&mut payload).map_err(bad)? {
+            batches.push(batch);
+        }
+    }
+    // The payload must end on a message boundary: the end-of-stream marker is then read as
+    // exactly that. Were the payload cut short, the marker would complete (or extend) its last
+    // message instead.
+    let mut end = Buffer::from(END_OF_STREAM.as_slice());
+    let ended = decoder.decode(&mut end).map_err(bad)?.is_none() && end.is_empty();
+    if !ended || decoder.finish().is_err() {
+        return Err(malformed(
+            Section::Payload,
+            "the Arrow IPC messages are cut short",
+        ));
+    }
+    Ok(batches)
+}
+
+/// The full Arrow IPC stream of a dataset, as `pyarrow.ipc.open_stream` reads it.
+#[must_use]
+pub fn full_stream(schema_section: &[u8], payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(schema_section.len() + payload.len() + END_OF_STREAM.len());
+    out.extend_from_slice(schema_section);
+    out.extend_from_slice(payload);
+    out.extend_from_slice(&END_OF_STREAM);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Int32Array, StringArray};
+    use arrow_schema::{DataType, Field};
+    use std::sync::Arc;
+
+    fn batch(values: &[i32]) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("n", DataType::Int32, false),
+            Field::new("s", DataType::Utf8, true),
+        ]));
+        let strings: StringArray = values.iter().map(|v| Some(v.to_string())).collect();
+        RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(Int32Array::from(values.to_vec())),
+                Arc::new(strings),
+            ],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn schema_section_then_payload_is_a_plain_ipc_stream() {
+        let batches = [batch(&[1, 2]), batch(&[3])];
+        let schema = batches[0].schema();
+        let section = schema_message(&schema).unwrap();
+        let mut payload = Vec::new();
+        encode_batches(&schema, &batches, &mut payload).unwrap();
+        let stream = full_stream(&section, &payload);
+        let read: Vec<_> = arrow_ipc::reader::StreamReader::try_new(&stream[..], None)
+            .unwrap()
+            .collect::<std::result::Result<_, _>>()
+            .unwrap();
+        assert_eq!(read, batches);
+        assert_eq!(
+            decode_batches(&section, Buffer::from(payload)).unwrap(),
+            batches
+        );
+    }
+
+    #[test]
+    fn a_schema_section_with_anything_else_is_refused() {
+        let schema = batch(&[1]).schema();
+        let section = schema_message(&schema).unwrap();
+        let mut with_batch = section.clone();
+        encode_batches(&schema, [&batch(&[1])], &mut with_batch).unwrap();
+        for bad in [
+            &with_batch[..],
+            &section[..section.len() - 1],
+            b"",
+            &END_OF_STREAM,
+        ] {
+            assert_eq!(
+                parse_schema(bad).unwrap_err().signal(),
+                envelope_core::Signal::InvalidFormat
+            );
+        }
+        assert_eq!(*parse_schema(&section).unwrap(), *schema);
+    }
+
+    #[test]
+    fn cut_or_foreign_payloads_are_invalid_format() {
+        let schema = batch(&[1]).schema();
+        let section = schema_message(&schema).unwrap();
+        let mut payload = Vec::new();
+        encode_batches(&schema, [&batch(&[1, 2, 3])], &mut payload).unwrap();
+        for cut in [1, 8, payload.len() - 1] {
+            let error = decode_batches(&section, Buffer::from(&payload[..cut])).unwrap_err();
+            assert_eq!(error.signal(), envelope_core::Signal::InvalidFormat);
+        }
+        let error = decode_batches(&section, Buffer::from(section.clone())).unwrap_err();
+        assert_eq!(error.signal(), envelope_core::Signal::InvalidFormat);
+    }
+}

@@ -1,0 +1,244 @@
+//! Loading: the checks in the order 000 §5.0 requires, then decoding.
+//!
+//! Order: envelope walk (magic → version → CRC32 → header → section bounds), signature policy,
+//! license, dataset type, metadata, schema section and the caller's expected schema, and only
+//! then the payload (decrypted if needed, decompressed, decoded as Arrow IPC). The first failure
+//! stops the load.
+
+use arrow_array::RecordBatch;
+use arrow_buffer::Buffer;
+use arrow_schema::{Schema, SchemaRef};
+use envelope_core::{DecryptionFailure, Envelope, Error, Flags, Format, FormatError, Result};
+use envelope_license::{LicenseBlock, LicenseFlags};
+
+use crate::dataset::{ArrowDataset, check_schema};
+use crate::dataset_type::DatasetType;
+use crate::ipc;
+use crate::metadata::Metadata;
+
+/// What a loader requires of a file beyond its integrity.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoadOptions<'a> {
+    /// Refuse the file with `SchemaMismatch` unless its schema has these fields.
+    pub expected_schema: Option<&'a Schema>,
+    /// The current time (Unix seconds), to check a license's expiry. A file whose license
+    /// enforces expiry is refused with `Usage` when this is `None`.
+    pub now_unix: Option<u64>,
+    /// Which signatures to require (default: none).
+    #[cfg(feature = "format-signing")]
+    pub signature: Option<envelope_sign::Policy<'a>>,
+    /// The password or recipient key of an encrypted file.
+    #[cfg(feature = "format-encryption")]
+    pub key: Option<envelope_crypto::DecryptionKey<'a>>,
+}
+
+/// A verified `.ald` file whose metadata and schema have been read; the payload has not been
+/// touched.
+#[derive(Debug, Clone)]
+pub struct Opened<B> {
+    pub(crate) envelope: Envelope<B>,
+    pub(crate) dataset_type: DatasetType,
+    pub(crate) metadata: Metadata,
+    pub(crate) schema: SchemaRef,
+    pub(crate) license: Option<LicenseBlock>,
+    #[cfg(feature = "format-signing")]
+    pub(crate) signer: Option<envelope_sign::SigningPublicKey>,
+}
+
+impl<B: AsRef<[u8]>> Opened<B> {
+    /// Verifies `bytes` and reads everything but the payload.
+    ///
+    /// # Errors
+    /// The first failed check: `InvalidFormat`, `UnsupportedVersion`, `ChecksumMismatch`,
+    /// `SignatureInvalid`, `LicenseExpired`, `SchemaMismatch`.
+    pub fn open(bytes: B, options: &LoadOptions<'_>) -> Result<Self> {
+        Self::verify(Envelope::parse(bytes, Format::Dataset)?, options)
+    }
+
+    /// The checks after the envelope walk.
+    pub(crate) fn verify(envelope: Envelope<B>, options: &LoadOptions<'_>) -> Result<Self> {
+        #[cfg(feature = "format-signing")]
+        let signer = match options.signature {
+            Some(policy) => policy.check(&envelope)?,
+            None => None,
+        };
+        let license = envelope_license::read_license(&envelope)?;
+        if let Some(license) = &license {
+            match options.now_unix {
+                Some(now) => license.check(now)?,
+                None if license.flags.contains(LicenseFlags::EXPIRATION_ENFORCED) => {
+                    return Err(Error::InvalidArgument(
+                        "the file's license enforces expiry: pass the current time (now_unix)",
+                    ));
+                }
+                None => {}
+            }
+        }
+        if envelope.header().flags().contains(Flags::TRUENO_NATIVE) {
+            // 000 §10 (aligned arrays) is the zero-copy issue's; until then such files are refused
+            // rather than misread.
+            return Err(FormatError::MalformedBlock {
+                section: envelope_core::Section::TensorIndex,
+                reason: "TRUENO_NATIVE arrays (000 §10) are not supported by this reader",
+            }
+            .into());
+        }
+        let dataset_type = DatasetType::from_id(envelope.header().type_id())?;
+        let metadata = Metadata::decode(envelope.metadata())?;
+        let schema = ipc::parse_schema(envelope.schema())?;
+        if let Some(expected) = options.expected_schema {
+            check_schema(expected, &schema)?;
+        }
+        Ok(Self {
+            envelope,
+            dataset_type,
+            metadata,
+            schema,
+            license,
+            #[cfg(feature = "format-signing")]
+            signer,
+        })
+    }
+
+    /// The verified envelope.
+    #[must_use]
+    pub fn envelope(&self) -> &Envelope<B> {
+        &self.envelope
+    }
+
+    /// The header's dataset type.
+    #[must_use]
+    pub fn dataset_type(&self) -> DatasetType {
+        self.dataset_type
+    }
+
+    /// The metadata section.
+    #[must_use]
+    pub fn metadata(&self) -> &Metadata {
+        &self.metadata
+    }
+
+    /// The schema section.
+    #[must_use]
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The license block, if any (checked against `now_unix` when one was given).
+    #[must_use]
+    pub fn license(&self) -> Option<&LicenseBlock> {
+        self.license.as_ref()
+    }
+
+    /// The signer the policy verified, if a signature was required.
+    #[cfg(feature = "format-signing")]
+    #[must_use]
+    pub fn signer(&self) -> Option<&envelope_sign::SigningPublicKey> {
+        self.signer.as_ref()
+    }
+
+    /// The header's row count.
+    #[must_use]
+    pub fn num_rows(&self) -> u64 {
+        self.envelope.header().num_rows()
+    }
+
+    /// Whether the payload is encrypted.
+    #[must_use]
+    pub fn is_encrypted(&self) -> bool {
+        self.envelope.header().flags().contains(Flags::ENCRYPTED)
+    }
+
+    /// Decrypts (if needed), decompresses and decodes the whole payload.
+    ///
+    /// # Errors
+    /// `DecryptionFailed` (`KeyRequired` if the file is encrypted and `options` has no key, or
+    /// without the `format-encryption` feature); `InvalidFormat` for a corrupt payload or a row
+    /// count other than the header's.
+    pub fn read_dataset(&self, options: &LoadOptions<'_>) -> Result<ArrowDataset> {
+        let payload = self.decoded_payload(options)?;
+        let batches = ipc::decode_batches(self.envelope.schema(), payload)?;
+        check_rows(&batches, self.num_rows())?;
+        ArrowDataset::new(self.schema.clone(), batches)
+    }
+
+    fn decoded_payload(&self, options: &LoadOptions<'_>) -> Result<Buffer> {
+        if !self.is_encrypted() {
+            return Ok(match self.envelope.decode_payload()? {
+                std::borrow::Cow::Owned(bytes) => Buffer::from_vec(bytes),
+                std::borrow::Cow::Borrowed(bytes) => Buffer::from(bytes),
+            });
+        }
+        #[cfg(feature = "format-encryption")]
+        if let Some(key) = options.key {
+            let payload = envelope_crypto::Decryptor::new(&self.envelope, key)?.payload()?;
+            return Ok(Buffer::from_vec(payload));
+        }
+        let _ = options;
+        Err(Error::DecryptionFailed(DecryptionFailure::KeyRequired))
+    }
+}
+
+/// `InvalidFormat` unless `batches` hold `declared` rows in total.
+pub(crate) fn check_rows(batches: &[RecordBatch], declared: u64) -> Result<()> {
+    let found: u64 = batches.iter().map(|batch| batch.num_rows() as u64).sum();
+    if found != declared {
+        return Err(FormatError::SizeMismatch {
+            what: "rows in the payload against the header's num_rows",
+            declared,
+            found,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// A loaded dataset with everything the file said about it.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The table.
+    pub dataset: ArrowDataset,
+    /// The header's dataset type.
+    pub dataset_type: DatasetType,
+    /// The metadata section.
+    pub metadata: Metadata,
+    /// The license block, if any.
+    pub license: Option<LicenseBlock>,
+    /// The verified signer, if a signature was required.
+    #[cfg(feature = "format-signing")]
+    pub signer: Option<envelope_sign::SigningPublicKey>,
+}
+
+/// Loads a dataset from bytes in memory (`include_bytes!`, a wasm32 `ArrayBuffer`, a download),
+/// with no signature, key or expected schema. A STREAMING file loads whole.
+///
+/// # Errors
+/// As [`load_from_bytes_with`].
+pub fn load_from_bytes(bytes: &[u8]) -> Result<ArrowDataset> {
+    Ok(load_from_bytes_with(bytes, &LoadOptions::default())?.dataset)
+}
+
+/// Loads a dataset from bytes in memory under `options`.
+///
+/// # Errors
+/// The first failed check, in the order of this module's documentation.
+pub fn load_from_bytes_with(bytes: &[u8], options: &LoadOptions<'_>) -> Result<Loaded> {
+    let opened = Opened::open(bytes, options)?;
+    let dataset = opened.read_dataset(options)?;
+    Ok(Loaded {
+        dataset,
+        dataset_type: opened.dataset_type,
+        metadata: opened.metadata,
+        license: opened.license,
+        #[cfg(feature = "format-signing")]
+        signer: opened.signer,
+    })
+}
+
+/// Reads only the schema section of a verified file (no payload byte is decoded).
+///
+/// # Errors
+/// As [`Opened::open`].
+pub fn read_schema(bytes: &[u8]) -> Result<SchemaRef> {
+    Ok(Opened::open(bytes, &LoadOptions::default())?.schema)
+}

@@ -1,0 +1,951 @@
+//! Integration tests of the `ald` crate through its public API: round trips through every
+//! compression, whole and STREAMING; every Andon signal of 000 §5.0; corruption sweeps;
+//! interchange round trips.
+
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    reason = "test tables are small; sizes and offsets fit every type involved"
+)]
+
+use std::sync::Arc;
+
+use ald::interchange::{FileKind, ReadOptions, Source};
+use ald::{
+    ArrowDataset, DatasetCard, DatasetType, LicenseBlock, LicenseFlags, LoadOptions, Metadata,
+    SaveOptions, StreamingDataset,
+};
+use arrow_array::{
+    ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int64Array, RecordBatch,
+    StringArray, TimestampMillisecondArray,
+};
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use envelope_core::{Compression, Envelope, EnvelopeParts, Format, Signal};
+use envelope_crypto::{
+    Argon2Params, DecryptionKey, EncryptOptions, EncryptTo, OsRng, Password, RecipientSecretKey,
+};
+use envelope_sign::{Policy, SigningKey, SigningPublicKey, TrustedKeys};
+use proptest::prelude::*;
+
+const NOW: u64 = 1_800_000_000;
+
+fn schema() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("score", DataType::Float64, true),
+        Field::new("name", DataType::Utf8, true),
+        Field::new("ok", DataType::Boolean, true),
+        Field::new("day", DataType::Date32, true),
+        Field::new(
+            "at",
+            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+            true,
+        ),
+        Field::new("price", DataType::Decimal128(12, 2), true),
+    ]))
+}
+
+/// Row `i` of the sample table; every seventh value is null.
+fn table(start: i64, rows: usize) -> RecordBatch {
+    let ids: Vec<i64> = (start..start + rows as i64).collect();
+    let null = |i: &i64| i % 7 == 3;
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from(ids.clone())),
+        Arc::new(Float64Array::from_iter(
+            ids.iter().map(|i| (!null(i)).then_some(*i as f64 * 0.25)),
+        )),
+        Arc::new(StringArray::from_iter(
+            ids.iter()
+                .map(|i| (!null(i)).then(|| format!("row {i} ünï"))),
+        )),
+        Arc::new(BooleanArray::from_iter(
+            ids.iter().map(|i| (!null(i)).then_some(i % 2 == 0)),
+        )),
+        Arc::new(Date32Array::from_iter(
+            ids.iter().map(|i| (!null(i)).then(|| 19_000 + *i as i32)),
+        )),
+        Arc::new(
+            TimestampMillisecondArray::from_iter(
+                ids.iter()
+                    .map(|i| (!null(i)).then(|| 1_700_000_000_000 + i * 1000)),
+            )
+            .with_timezone("UTC"),
+        ),
+        Arc::new(
+            Decimal128Array::from_iter(
+                ids.iter().map(|i| (!null(i)).then(|| i128::from(*i) * 101)),
+            )
+            .with_precision_and_scale(12, 2)
+            .unwrap(),
+        ),
+    ];
+    RecordBatch::try_new(schema(), columns).unwrap()
+}
+
+fn dataset(rows: usize) -> ArrowDataset {
+    ArrowDataset::new(
+        schema(),
+        vec![
+            table(0, rows / 2),
+            table((rows / 2) as i64, rows - rows / 2),
+        ],
+    )
+    .unwrap()
+}
+
+fn options(compression: Compression, chunk_rows: Option<usize>) -> SaveOptions {
+    let mut options = SaveOptions::new(DatasetType::TimeSeries, compression);
+    options.chunk_rows = chunk_rows;
+    options.metadata = Metadata {
+        card: Some(DatasetCard {
+            name: "sample".into(),
+            version: "1.0.0".into(),
+            ..DatasetCard::default()
+        }),
+        ..Metadata::default()
+    };
+    options
+}
+
+fn rows(dataset: &ArrowDataset) -> RecordBatch {
+    dataset.to_batch().unwrap()
+}
+
+fn signal<T: std::fmt::Debug>(result: envelope_core::Result<T>) -> Signal {
+    result.unwrap_err().signal()
+}
+
+#[test]
+fn every_compression_round_trips_whole_and_streaming() {
+    let data = dataset(1000);
+    for compression in Compression::ALL {
+        for chunk_rows in [None, Some(1), Some(64), Some(1000), Some(5000)] {
+            let bytes = data.to_bytes(&options(compression, chunk_rows)).unwrap();
+            let loaded = ald::load_from_bytes_with(&bytes, &LoadOptions::default()).unwrap();
+            assert_eq!(
+                rows(&loaded.dataset),
+                rows(&data),
+                "{compression:?} {chunk_rows:?}"
+            );
+            assert_eq!(loaded.dataset_type, DatasetType::TimeSeries);
+            assert_eq!(loaded.metadata.card.unwrap().name, "sample");
+        }
+    }
+}
+
+#[test]
+fn streaming_chunks_and_rows_across_boundaries() {
+    let data = dataset(1000);
+    let all = rows(&data);
+    for compression in [Compression::None, Compression::ZstdL3, Compression::Lz4] {
+        let bytes = data.to_bytes(&options(compression, Some(64))).unwrap();
+        let streaming = StreamingDataset::from_bytes(&bytes[..], &LoadOptions::default()).unwrap();
+        assert_eq!(streaming.num_rows(), 1000);
+        assert_eq!(streaming.num_chunks(), 16);
+        assert_eq!(streaming.get_chunk(3).unwrap(), all.slice(192, 64));
+        assert_eq!(streaming.get_chunk(15).unwrap(), all.slice(960, 40));
+        for (start, count) in [
+            (0, 0),
+            (0, 1),
+            (60, 10),
+            (63, 130),
+            (999, 1),
+            (0, 1000),
+            (500, 500),
+        ] {
+            assert_eq!(
+                streaming.get_rows(start, count).unwrap(),
+                all.slice(start as usize, count as usize),
+                "{start}+{count}"
+            );
+        }
+        let chunks: Vec<RecordBatch> = streaming.chunks().map(Result::unwrap).collect();
+        assert_eq!(
+            arrow_select::concat::concat_batches(&schema(), &chunks).unwrap(),
+            all
+        );
+        assert_eq!(signal(streaming.get_rows(999, 2)), Signal::Usage);
+        assert_eq!(signal(streaming.get_chunk(16)), Signal::InvalidFormat);
+    }
+}
+
+#[test]
+fn a_whole_file_opens_as_one_chunk() {
+    let data = dataset(100);
+    let bytes = data.to_bytes(&options(Compression::ZstdL3, None)).unwrap();
+    let streaming = StreamingDataset::from_bytes(&bytes[..], &LoadOptions::default()).unwrap();
+    assert_eq!(streaming.num_chunks(), 1);
+    assert_eq!(
+        streaming.get_rows(10, 20).unwrap(),
+        rows(&data).slice(10, 20)
+    );
+}
+
+#[test]
+fn empty_tables_round_trip() {
+    let empty = ArrowDataset::new(schema(), vec![]).unwrap();
+    for chunk_rows in [None, Some(10)] {
+        let bytes = empty
+            .to_bytes(&options(Compression::ZstdL3, chunk_rows))
+            .unwrap();
+        let loaded = ald::load_from_bytes(&bytes).unwrap();
+        assert_eq!(loaded.num_rows(), 0);
+        assert_eq!(**loaded.schema(), *schema());
+    }
+}
+
+fn cheap_password() -> (Password, Argon2Params) {
+    let params = Argon2Params {
+        m_cost_kib: 1024,
+        t_cost: 1,
+        p_cost: 1,
+    };
+    (Password::new("correct horse"), params)
+}
+
+#[test]
+fn encrypted_files_load_whole_and_chunk_by_chunk() {
+    let data = dataset(500);
+    let all = rows(&data);
+    let alice = RecipientSecretKey::generate(&mut OsRng);
+    let (password, params) = cheap_password();
+    for chunk_rows in [None, Some(50)] {
+        for to in [
+            EncryptTo::Recipient(&alice.public_key()),
+            EncryptTo::Password {
+                password: &password,
+                params,
+            },
+        ] {
+            let parts = data
+                .to_parts(&options(Compression::ZstdL3, chunk_rows))
+                .unwrap();
+            let sealed =
+                envelope_crypto::encrypt(&parts, to, EncryptOptions::default(), &mut OsRng)
+                    .unwrap()
+                    .to_bytes()
+                    .unwrap();
+            let key = match to {
+                EncryptTo::Recipient(_) => DecryptionKey::Recipient(&alice),
+                _ => DecryptionKey::Password(&password),
+            };
+            // Without a key: DecryptionFailed, after every other check passed.
+            assert_eq!(
+                signal(ald::load_from_bytes(&sealed)),
+                Signal::DecryptionFailed
+            );
+            let with_key = LoadOptions {
+                key: Some(key),
+                ..LoadOptions::default()
+            };
+            let loaded = ald::load_from_bytes_with(&sealed, &with_key).unwrap();
+            assert_eq!(rows(&loaded.dataset), all);
+
+            let streaming =
+                StreamingDataset::from_bytes(&sealed[..], &LoadOptions::default()).unwrap();
+            assert_eq!(signal(streaming.get_chunk(0)), Signal::DecryptionFailed);
+            let reader = streaming.with_key(key).unwrap();
+            assert_eq!(reader.get_rows(45, 10).unwrap(), all.slice(45, 10));
+
+            let wrong = RecipientSecretKey::generate(&mut OsRng);
+            let wrong_password = Password::new("wrong");
+            let wrong_key = match to {
+                EncryptTo::Recipient(_) => DecryptionKey::Recipient(&wrong),
+                _ => DecryptionKey::Password(&wrong_password),
+            };
+            let wrong_options = LoadOptions {
+                key: Some(wrong_key),
+                ..LoadOptions::default()
+            };
+            assert_eq!(
+                signal(ald::load_from_bytes_with(&sealed, &wrong_options)),
+                Signal::DecryptionFailed
+            );
+        }
+    }
+}
+
+fn publisher() -> (SigningKey, TrustedKeys) {
+    let key = SigningKey::from_bytes(&[9; 32]);
+    let trusted = TrustedKeys::from_keys([SigningPublicKey::of(&key)]);
+    (key, trusted)
+}
+
+#[test]
+fn signature_policy_is_checked_before_the_payload() {
+    let (key, trusted) = publisher();
+    let bytes = dataset(50)
+        .to_bytes(&options(Compression::Lz4, None))
+        .unwrap();
+    let signed = envelope_sign::sign(&bytes, &key).unwrap();
+    let require = LoadOptions {
+        signature: Some(Policy::RequireSignature { trusted: &trusted }),
+        ..LoadOptions::default()
+    };
+    let loaded = ald::load_from_bytes_with(&signed, &require).unwrap();
+    assert_eq!(loaded.signer, Some(SigningPublicKey::of(&key)));
+    // Unsigned, or signed by someone else: SignatureInvalid.
+    assert_eq!(
+        signal(ald::load_from_bytes_with(&bytes, &require)),
+        Signal::SignatureInvalid
+    );
+    let stranger = envelope_sign::sign(&bytes, &SigningKey::from_bytes(&[1; 32])).unwrap();
+    assert_eq!(
+        signal(ald::load_from_bytes_with(&stranger, &require)),
+        Signal::SignatureInvalid
+    );
+    // A changed payload byte with a recomputed CRC: the signature catches it.
+    let mut forged = signed.clone();
+    let envelope = Envelope::parse(&signed[..], Format::Dataset).unwrap();
+    let payload = envelope
+        .layout()
+        .span(envelope_core::Section::Payload)
+        .unwrap();
+    forged[payload.offset as usize + 3] ^= 0x40;
+    let end = forged.len() - 4;
+    let crc = crc32(&forged[..end]);
+    forged[end..].copy_from_slice(&crc.to_le_bytes());
+    assert_eq!(
+        signal(ald::load_from_bytes_with(&forged, &require)),
+        Signal::SignatureInvalid
+    );
+}
+
+fn crc32(bytes: &[u8]) -> u32 {
+    // CRC-32 (IEEE), bitwise: independent of the crate under test.
+    let mut crc = 0xFFFF_FFFFu32;
+    for byte in bytes {
+        crc ^= u32::from(*byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+fn license(expires_at: u64) -> LicenseBlock {
+    let mut block = LicenseBlock::new([5; 16], "Acme Corp", NOW - 1000, expires_at);
+    block.flags = LicenseFlags::EXPIRATION_ENFORCED;
+    block
+}
+
+#[test]
+fn commercial_packages_open_until_they_expire() {
+    let (key, trusted) = publisher();
+    let alice = RecipientSecretKey::generate(&mut OsRng);
+    let data = dataset(300);
+    for chunk_rows in [None, Some(100)] {
+        let package = ald::commercial::CommercialPackage {
+            license: license(NOW + 10),
+            signer: &key,
+            encrypt_to: Some(EncryptTo::Recipient(&alice.public_key())),
+            options: EncryptOptions::default(),
+        };
+        let bytes = ald::commercial::package_commercial(
+            &data,
+            &options(Compression::ZstdL3, chunk_rows),
+            &package,
+            &mut OsRng,
+        )
+        .unwrap();
+        let key_of_alice = Some(DecryptionKey::Recipient(&alice));
+        let loaded =
+            ald::commercial::load_commercial(&bytes, &trusted, key_of_alice, NOW, None).unwrap();
+        assert_eq!(rows(&loaded.dataset), rows(&data));
+        assert!(loaded.license.unwrap().is_for("Acme Corp"));
+        assert_eq!(
+            signal(ald::commercial::load_commercial(
+                &bytes,
+                &trusted,
+                key_of_alice,
+                NOW + 10,
+                None
+            )),
+            Signal::LicenseExpired
+        );
+        assert_eq!(
+            signal(ald::commercial::load_commercial(
+                &bytes, &trusted, None, NOW, None
+            )),
+            Signal::DecryptionFailed
+        );
+        let other = Schema::new(vec![Field::new("id", DataType::Int32, false)]);
+        assert_eq!(
+            signal(ald::commercial::load_commercial(
+                &bytes,
+                &trusted,
+                key_of_alice,
+                NOW,
+                Some(&other)
+            )),
+            Signal::SchemaMismatch
+        );
+        assert_eq!(
+            signal(ald::commercial::load_commercial(
+                &bytes,
+                &TrustedKeys::new(),
+                key_of_alice,
+                NOW,
+                None
+            )),
+            Signal::SignatureInvalid
+        );
+        // The general loader enforces the license too.
+        let expired = LoadOptions {
+            now_unix: Some(NOW + 10),
+            key: key_of_alice,
+            ..LoadOptions::default()
+        };
+        assert_eq!(
+            signal(ald::load_from_bytes_with(&bytes, &expired)),
+            Signal::LicenseExpired
+        );
+        assert_eq!(
+            signal(ald::load_from_bytes_with(&bytes, &LoadOptions::default())),
+            Signal::Usage
+        );
+    }
+}
+
+#[test]
+fn watermarked_licenses_are_refused_until_watermarking_exists() {
+    let (key, _) = publisher();
+    let mut block = license(NOW + 10);
+    block.flags = block.flags.with(LicenseFlags::WATERMARKED);
+    let package = ald::commercial::CommercialPackage {
+        license: block,
+        signer: &key,
+        encrypt_to: None,
+        options: EncryptOptions::default(),
+    };
+    let result = ald::commercial::package_commercial(
+        &dataset(10),
+        &SaveOptions::default(),
+        &package,
+        &mut OsRng,
+    );
+    assert_eq!(signal(result), Signal::Usage);
+}
+
+#[test]
+fn expected_schema_is_checked_before_the_payload() {
+    let bytes = dataset(20)
+        .to_bytes(&options(Compression::ZstdL3, None))
+        .unwrap();
+    let same = LoadOptions {
+        expected_schema: Some(&schema()),
+        ..LoadOptions::default()
+    };
+    let expected = schema();
+    let same = LoadOptions {
+        expected_schema: Some(&expected),
+        ..same
+    };
+    assert!(ald::load_from_bytes_with(&bytes, &same).is_ok());
+    let other = Schema::new(vec![Field::new("id", DataType::Int64, true)]);
+    let error = ald::load_from_bytes_with(
+        &bytes,
+        &LoadOptions {
+            expected_schema: Some(&other),
+            ..LoadOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(error.signal(), Signal::SchemaMismatch);
+    assert!(
+        error
+            .to_string()
+            .contains("expected {id: Int64}, found {id: Int64 not null")
+    );
+}
+
+#[test]
+fn header_signals_invalid_magic_version_and_checksum() {
+    let bytes = dataset(20)
+        .to_bytes(&options(Compression::None, None))
+        .unwrap();
+    let mut magic = bytes.clone();
+    magic[0] = b'X';
+    assert_eq!(signal(ald::load_from_bytes(&magic)), Signal::InvalidFormat);
+    let mut version = bytes.clone();
+    version[4] = 9;
+    assert_eq!(
+        signal(ald::load_from_bytes(&version)),
+        Signal::UnsupportedVersion
+    );
+    let mut flipped = bytes.clone();
+    let at = flipped.len() / 2;
+    flipped[at] ^= 1;
+    assert_eq!(
+        signal(ald::load_from_bytes(&flipped)),
+        Signal::ChecksumMismatch
+    );
+    // A .apr file is not a dataset.
+    let model = EnvelopeParts::new(Format::Model, 1).to_bytes().unwrap();
+    assert_eq!(signal(ald::load_from_bytes(&model)), Signal::InvalidFormat);
+}
+
+#[test]
+fn an_undefined_dataset_type_is_invalid_format() {
+    let mut parts = dataset(5).to_parts(&SaveOptions::default()).unwrap();
+    parts.type_id = 0x0005;
+    let bytes = parts.to_bytes().unwrap();
+    assert_eq!(signal(ald::load_from_bytes(&bytes)), Signal::InvalidFormat);
+}
+
+#[test]
+fn a_payload_that_disagrees_with_num_rows_is_invalid_format() {
+    let mut parts = dataset(5).to_parts(&SaveOptions::default()).unwrap();
+    parts.num_rows = 6;
+    let bytes = parts.to_bytes().unwrap();
+    assert_eq!(signal(ald::load_from_bytes(&bytes)), Signal::InvalidFormat);
+}
+
+#[test]
+fn every_single_byte_corruption_is_refused() {
+    for chunk_rows in [None, Some(3)] {
+        let bytes = dataset(8)
+            .to_bytes(&options(Compression::ZstdL3, chunk_rows))
+            .unwrap();
+        for at in 0..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[at] ^= 0xA5;
+            assert!(
+                ald::load_from_bytes(&bad).is_err(),
+                "byte {at} of {}",
+                bytes.len()
+            );
+            let mut cut = bytes.clone();
+            cut.truncate(at);
+            assert!(ald::load_from_bytes(&cut).is_err());
+        }
+    }
+}
+
+fn any_batch() -> impl Strategy<Value = RecordBatch> {
+    (0usize..60, any::<u64>()).prop_map(|(rows, seed)| {
+        let mut state = seed | 1;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let ints: Int64Array = (0..rows)
+            .map(|_| (next() % 5 != 0).then(|| next() as i64))
+            .collect();
+        let floats: Float64Array = (0..rows)
+            .map(|_| (next() % 4 != 0).then(|| f64::from_bits(next() >> 2)))
+            .collect();
+        let strings: StringArray = (0..rows)
+            .map(|_| (next() % 3 != 0).then(|| "é✓x".repeat((next() % 5) as usize)))
+            .collect();
+        let bools: BooleanArray = (0..rows)
+            .map(|_| (next() % 3 != 0).then(|| next() % 2 == 0))
+            .collect();
+        let stamps = TimestampMillisecondArray::from_iter(
+            (0..rows).map(|_| (next() % 3 != 0).then(|| (next() >> 20) as i64)),
+        );
+        let decimals = Decimal128Array::from_iter(
+            (0..rows).map(|_| (next() % 3 != 0).then(|| i128::from(next() as i32))),
+        )
+        .with_precision_and_scale(20, 3)
+        .unwrap();
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(ints),
+            Arc::new(floats),
+            Arc::new(strings),
+            Arc::new(bools),
+            Arc::new(stamps),
+            Arc::new(decimals),
+        ];
+        let fields: Vec<Field> = ["i", "f", "s", "b", "t", "d"]
+            .iter()
+            .zip(&columns)
+            .map(|(name, column)| Field::new(*name, column.data_type().clone(), true))
+            .collect();
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn random_batches_round_trip_through_every_compression(
+        batches in proptest::collection::vec(any_batch(), 1..4),
+        compression in proptest::sample::select(Compression::ALL.to_vec()),
+        chunk_rows in proptest::option::of(1usize..40),
+    ) {
+        let schema = batches[0].schema();
+        let data = ArrowDataset::new(schema, batches).unwrap();
+        let bytes = data.to_bytes(&options(compression, chunk_rows)).unwrap();
+        let loaded = ald::load_from_bytes(&bytes).unwrap();
+        prop_assert_eq!(loaded.to_batch().unwrap(), data.to_batch().unwrap());
+        let streaming = StreamingDataset::from_bytes(&bytes[..], &LoadOptions::default()).unwrap();
+        let total = data.num_rows();
+        let start = total / 3;
+        prop_assert_eq!(
+            streaming.get_rows(start, total - start).unwrap(),
+            data.to_batch().unwrap().slice(start as usize, (total - start) as usize)
+        );
+    }
+
+    #[test]
+    fn random_bytes_never_panic_the_loader(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        let _ = ald::load_from_bytes(&bytes);
+    }
+}
+
+// ---- native files and interchange ----
+
+#[test]
+fn files_save_load_and_stream_from_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data.ald");
+    let data = dataset(1000);
+    ald::fs::save(&path, &data, &options(Compression::ZstdL3, Some(100))).unwrap();
+    let loaded = ald::fs::load(&path, &LoadOptions::default()).unwrap();
+    assert_eq!(rows(&loaded.dataset), rows(&data));
+    let streaming = StreamingDataset::open(&path, &LoadOptions::default()).unwrap();
+    streaming.prefetch(4);
+    streaming.prefetch(400);
+    assert_eq!(
+        streaming.get_rows(450, 100).unwrap(),
+        rows(&data).slice(450, 100)
+    );
+    let info = ald::fs::inspect(&path).unwrap();
+    assert_eq!((info.num_rows, info.num_chunks), (1000, 10));
+    assert_eq!(info.dataset_type, "TIME_SERIES");
+    assert_eq!(info.columns[0], "id: Int64 not null");
+}
+
+#[test]
+fn the_streaming_writer_matches_the_in_memory_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("streamed.ald");
+    let data = dataset(777);
+    let save = options(Compression::Lz4, Some(100));
+    let mut writer = ald::fs::StreamingWriter::create(&path, schema(), save.clone()).unwrap();
+    for start in (0..777).step_by(50) {
+        writer
+            .write(&table(start, 50.min(777 - start as usize)))
+            .unwrap();
+    }
+    assert_eq!(writer.finish().unwrap(), 777);
+    let written = std::fs::read(&path).unwrap();
+    // Same rows, same chunking (the bytes may differ in the unused bits of validity bitmaps,
+    // which depend on how the input was batched).
+    let expected = data.to_bytes(&save).unwrap();
+    let (a, b) = (
+        Envelope::parse(&written[..], Format::Dataset).unwrap(),
+        Envelope::parse(&expected[..], Format::Dataset).unwrap(),
+    );
+    let items = |envelope: &Envelope<&[u8]>| {
+        envelope
+            .chunk_index()
+            .unwrap()
+            .entries()
+            .iter()
+            .map(|entry| entry.item_count)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(items(&a), items(&b));
+    assert_eq!(rows(&ald::load_from_bytes(&written).unwrap()), rows(&data));
+    // No spill file is left behind.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    let other =
+        RecordBatch::try_from_iter([("x", Arc::new(Int64Array::from(vec![1])) as ArrayRef)])
+            .unwrap();
+    let mut writer = ald::fs::StreamingWriter::create(&path, schema(), save).unwrap();
+    assert_eq!(signal(writer.write(&other)), Signal::SchemaMismatch);
+}
+
+fn interchange_table() -> ArrowDataset {
+    // The types every interchange format carries with the same Arrow type on reading back
+    // (CSV inference: Int64, Float64, Utf8, Boolean, Date32, Timestamp).
+    let ids: Vec<i64> = (0..300).collect();
+    let batch = RecordBatch::try_from_iter([
+        ("id", Arc::new(Int64Array::from(ids.clone())) as ArrayRef),
+        (
+            "score",
+            Arc::new(Float64Array::from_iter(
+                ids.iter().map(|i| (i % 5 != 1).then(|| *i as f64 / 8.0)),
+            )) as ArrayRef,
+        ),
+        (
+            "name",
+            Arc::new(StringArray::from_iter(
+                ids.iter()
+                    .map(|i| (i % 6 != 2).then(|| format!("n{i}, \"q\""))),
+            )) as ArrayRef,
+        ),
+        (
+            "ok",
+            Arc::new(BooleanArray::from_iter(
+                ids.iter().map(|i| (i % 4 != 0).then_some(i % 3 == 0)),
+            )) as ArrayRef,
+        ),
+    ])
+    .unwrap();
+    ArrowDataset::from_batch(batch)
+}
+
+#[test]
+fn interchange_files_survive_a_trip_through_ald() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = interchange_table();
+    for extension in ["csv", "jsonl", "parquet", "arrow"] {
+        let original = dir.path().join(format!("in.{extension}"));
+        ald::interchange::write_file(&original, &data).unwrap();
+        let source = Source::open(&original, ReadOptions::default()).unwrap();
+        let read = source.read_all().unwrap();
+        for chunk_rows in [None, Some(64)] {
+            let ald_path = dir.path().join(format!("{extension}-{chunk_rows:?}.ald"));
+            let mut nothing = |_| {};
+            ald::interchange::convert(
+                &source,
+                &ald_path,
+                &options(Compression::ZstdL3, chunk_rows),
+                &mut nothing,
+            )
+            .unwrap();
+            let back = dir.path().join(format!("back-{chunk_rows:?}.{extension}"));
+            let ald_source = Source::open(&ald_path, ReadOptions::default()).unwrap();
+            ald::interchange::convert(&ald_source, &back, &SaveOptions::default(), &mut nothing)
+                .unwrap();
+            let again = Source::open(&back, ReadOptions::default())
+                .unwrap()
+                .read_all()
+                .unwrap();
+            assert_eq!(
+                again.to_batch().unwrap(),
+                read.to_batch().unwrap(),
+                "{extension}"
+            );
+            if extension == "csv" || extension == "jsonl" {
+                assert_eq!(
+                    std::fs::read(&back).unwrap(),
+                    std::fs::read(&original).unwrap()
+                );
+            }
+        }
+        // Parquet and Arrow IPC carry the schema itself (nullability included); text formats
+        // are read back with an inferred, all-nullable schema.
+        if extension == "parquet" || extension == "arrow" {
+            assert_eq!(
+                read.to_batch().unwrap(),
+                data.to_batch().unwrap(),
+                "{extension}"
+            );
+        }
+        assert!(!FileKind::of(&original).unwrap().name().is_empty());
+    }
+}
+
+#[test]
+fn csv_takes_an_explicit_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("typed.csv");
+    std::fs::write(&path, "a,b\n1,x\n2,\n").unwrap();
+    let schema = ald::interchange::parse_schema_text("a: Int32 not null, b: Utf8").unwrap();
+    let source = Source::open(
+        &path,
+        ReadOptions {
+            schema: Some(schema.clone()),
+            ..ReadOptions::default()
+        },
+    )
+    .unwrap();
+    let read = source.read_all().unwrap();
+    assert_eq!(read.schema(), &schema);
+    assert_eq!(read.num_rows(), 2);
+    let inferred = Source::open(&path, ReadOptions::default()).unwrap();
+    assert_eq!(inferred.schema().field(0).data_type(), &DataType::Int64);
+    std::fs::write(&path, "a,b\nnot a number,x\n").unwrap();
+    let bad = Source::open(
+        &path,
+        ReadOptions {
+            schema: Some(schema),
+            ..ReadOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(signal(bad.read_all()), Signal::Io);
+}
+
+#[test]
+fn a_streaming_file_opens_lazily_and_checks_each_chunk_as_it_is_read() {
+    let data = dataset(1000);
+    let bytes = data
+        .to_bytes(&options(Compression::Lz4, Some(100)))
+        .unwrap();
+    let envelope = Envelope::parse(&bytes[..], Format::Dataset).unwrap();
+    let payload = envelope
+        .layout()
+        .span(envelope_core::Section::Payload)
+        .unwrap();
+    let chunk5 = envelope.chunk_index().unwrap().entries()[5];
+    let mut damaged = bytes.clone();
+    damaged[(payload.offset + chunk5.stored_offset + 2) as usize] ^= 0x01;
+    // The whole-file load refuses it; the lazy open does not read chunk 5 until asked.
+    assert_eq!(
+        signal(ald::load_from_bytes(&damaged)),
+        Signal::ChecksumMismatch
+    );
+    let streaming = StreamingDataset::from_bytes(&damaged[..], &LoadOptions::default()).unwrap();
+    assert_eq!(streaming.get_chunk(4).unwrap(), rows(&data).slice(400, 100));
+    assert_eq!(signal(streaming.get_chunk(5)), Signal::ChecksumMismatch);
+    assert_eq!(
+        signal(streaming.get_rows(450, 100)),
+        Signal::ChecksumMismatch
+    );
+    // Damage before the payload is caught at open, by the index's prefix CRC-32C.
+    let mut header = bytes.clone();
+    header[40] ^= 0x01;
+    assert_eq!(
+        signal(StreamingDataset::from_bytes(
+            &header[..],
+            &LoadOptions::default()
+        )),
+        Signal::ChecksumMismatch
+    );
+}
+
+#[test]
+fn the_streaming_writer_encrypts_chunk_by_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sealed.ald");
+    let alice = RecipientSecretKey::generate(&mut OsRng);
+    let save = options(Compression::ZstdL3, Some(100));
+    let mut writer = ald::fs::StreamingWriter::create(&path, schema(), save).unwrap();
+    writer.write(&table(0, 450)).unwrap();
+    let encryptor = envelope_crypto::ChunkEncryptor::new(
+        Format::Dataset,
+        EncryptTo::Recipient(&alice.public_key()),
+        EncryptOptions::default(),
+        &mut OsRng,
+    )
+    .unwrap();
+    assert_eq!(writer.finish_encrypted(&encryptor).unwrap(), 450);
+    let streaming = StreamingDataset::open(&path, &LoadOptions::default()).unwrap();
+    assert!(streaming.file().is_encrypted());
+    assert_eq!(signal(streaming.get_chunk(1)), Signal::DecryptionFailed);
+    let reader = streaming
+        .with_key(DecryptionKey::Recipient(&alice))
+        .unwrap();
+    assert_eq!(
+        reader.get_rows(95, 300).unwrap(),
+        table(0, 450).slice(95, 300)
+    );
+    let key = LoadOptions {
+        key: Some(DecryptionKey::Recipient(&alice)),
+        ..LoadOptions::default()
+    };
+    assert_eq!(
+        rows(&ald::fs::load(&path, &key).unwrap().dataset),
+        table(0, 450)
+    );
+}
+
+#[test]
+fn writers_start_the_payload_on_a_64_byte_boundary() {
+    let data = dataset(300);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.ald");
+    let mut writer =
+        ald::fs::StreamingWriter::create(&path, schema(), options(Compression::None, Some(7)))
+            .unwrap();
+    writer.write(&table(0, 300)).unwrap();
+    writer.finish().unwrap();
+    let streamed = std::fs::read(&path).unwrap();
+    for chunk_rows in [None, Some(7), Some(1000)] {
+        for compression in Compression::ALL {
+            let bytes = data.to_bytes(&options(compression, chunk_rows)).unwrap();
+            for file in [&bytes, &streamed] {
+                let envelope = Envelope::parse(&file[..], Format::Dataset).unwrap();
+                let payload = envelope
+                    .layout()
+                    .span(envelope_core::Section::Payload)
+                    .unwrap();
+                assert_eq!(payload.offset % ald::PAYLOAD_ALIGNMENT as u64, 0);
+            }
+        }
+    }
+}
+
+#[test]
+fn parquet_outputs_widen_second_timestamps_to_milliseconds() {
+    use arrow_array::TimestampSecondArray;
+    let dir = tempfile::tempdir().unwrap();
+    let seconds = TimestampSecondArray::from(vec![Some(1_700_000_000), None]).with_timezone("UTC");
+    let batch = RecordBatch::try_from_iter([("at", Arc::new(seconds) as ArrayRef)]).unwrap();
+    let path = dir.path().join("t.parquet");
+    ald::interchange::write_file(&path, &ArrowDataset::from_batch(batch)).unwrap();
+    let read = Source::open(&path, ReadOptions::default())
+        .unwrap()
+        .read_all()
+        .unwrap();
+    let expected =
+        TimestampMillisecondArray::from(vec![Some(1_700_000_000_000), None]).with_timezone("UTC");
+    assert_eq!(
+        read.to_batch().unwrap().column(0).as_ref(),
+        &expected as &dyn arrow_array::Array
+    );
+}
+
+#[test]
+fn head_reads_only_as_far_as_needed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.jsonl");
+    ald::interchange::write_file(&path, &interchange_table()).unwrap();
+    let source = Source::open(&path, ReadOptions::default()).unwrap();
+    assert_eq!(source.head(5).unwrap().num_rows(), 5);
+    assert_eq!(source.head(10_000).unwrap().num_rows(), 300);
+    assert_eq!(source.head(0).unwrap().num_rows(), 0);
+}
+
+#[test]
+fn worked_example_is_reproduced_byte_for_byte() {
+    let expected = include_bytes!("data/worked_example.ald");
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int32, false),
+        Field::new("name", DataType::Utf8, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(arrow_array::Int32Array::from(vec![1, 2])),
+            Arc::new(StringArray::from(vec![Some("a"), None])),
+        ],
+    )
+    .unwrap();
+    let bytes = ArrowDataset::from_batch(batch.clone())
+        .to_bytes(&SaveOptions::default())
+        .unwrap();
+    assert_eq!(hex::encode(&bytes), hex::encode(expected));
+    assert_eq!(
+        ald::load_from_bytes(expected).unwrap().to_batch().unwrap(),
+        batch
+    );
+}
+
+#[test]
+fn the_in_place_writer_matches_the_envelope_writer() {
+    for rows in [0, 1, 100, 5000] {
+        let data = if rows == 0 {
+            ArrowDataset::new(schema(), vec![]).unwrap()
+        } else {
+            dataset(rows)
+        };
+        let save = options(Compression::None, None);
+        let fast = data.to_bytes(&save).unwrap();
+        let reference = data.to_parts(&save).unwrap().to_bytes().unwrap();
+        assert_eq!(fast, reference, "{rows}");
+    }
+}

@@ -1,0 +1,544 @@
+//! End-to-end tests of the `apr` model commands (`import`, `quantize`, `export`,
+//! `inspect --quantization`): exit status, messages naming the Andon signal, JSON output, and
+//! tensor names, shapes and order kept from import through quantize and export.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use apr::{DType, ModelCard, ModelType, QuantType, SaveOptions, Tensor, TensorModel};
+
+fn apr_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_apr")
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(apr_bin())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("the binary runs")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn assert_ok(output: &Output) {
+    assert!(output.status.success(), "{}", stderr(output));
+}
+
+/// Exit status 1 and the message (after `apr: `) starts with `signal`.
+fn assert_fails_with(output: &Output, signal: &str) {
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(output));
+    assert!(
+        stderr(output).starts_with(&format!("apr: {signal}")),
+        "{}",
+        stderr(output)
+    );
+}
+
+struct Ws(tempfile::TempDir);
+
+impl Ws {
+    fn new() -> Self {
+        Self(tempfile::tempdir().unwrap())
+    }
+    fn path(&self, name: &str) -> String {
+        self.0.path().join(name).to_str().unwrap().to_owned()
+    }
+}
+
+/// Tensors in a deliberately unsorted order, with a tensor that is not whole blocks.
+fn model() -> TensorModel {
+    let values = |n: usize, k: f32| (0..n).map(|i| ((i as f32) * k).sin()).collect::<Vec<f32>>();
+    TensorModel::new(vec![
+        Tensor::from_f32("token_embd.weight", vec![8, 64], &values(512, 0.3)).unwrap(),
+        Tensor::from_f32("blk.1.ffn.weight", vec![16, 32], &values(512, 0.7)).unwrap(),
+        Tensor::from_f32("blk.0.ffn.weight", vec![16, 32], &values(512, 1.1)).unwrap(),
+        Tensor::from_f32("blk.0.norm", vec![5], &values(5, 0.9)).unwrap(),
+        Tensor::from_f32("output.weight", vec![4, 32], &values(128, 0.2)).unwrap(),
+    ])
+    .unwrap()
+}
+
+fn names(model: &TensorModel) -> Vec<(String, Vec<u64>)> {
+    model
+        .tensors
+        .iter()
+        .map(|t| (t.name.clone(), t.shape.clone()))
+        .collect()
+}
+
+/// A SafeTensors file of `model()` as another tool would write it.
+fn safetensors_input(ws: &Ws) -> String {
+    let exported = apr::safetensors::export(&model()).unwrap();
+    let path = ws.path("model.safetensors");
+    std::fs::write(&path, exported.weights).unwrap();
+    path
+}
+
+#[test]
+fn import_quantize_export_keep_names_shapes_and_order() {
+    let ws = Ws::new();
+    let input = safetensors_input(&ws);
+    let imported = ws.path("model.apr");
+    assert_ok(&run(&[
+        "import",
+        &input,
+        "-o",
+        &imported,
+        "--type",
+        "neural-sequential",
+    ]));
+    let model_back = apr::fs::load_tensors(&imported, ModelType::NeuralSequential).unwrap();
+    assert_eq!(model_back, model());
+
+    for quant in ["q8_0", "q4_0", "q4_1", "q8_tensor"] {
+        let out = ws.path(&format!("{quant}.apr"));
+        let output = run(&["quantize", &imported, "--type", quant, "-o", &out]);
+        assert_ok(&output);
+        let quantized = apr::fs::load_tensors(&out, ModelType::NeuralSequential).unwrap();
+        assert_eq!(names(&quantized), names(&model()), "{quant}");
+        // The same bytes as the library's quantization of the same model.
+        let expected = model()
+            .quantize(QuantType::from_name(quant).unwrap())
+            .unwrap();
+        assert_eq!(quantized.tensors, expected.tensors, "{quant}");
+
+        let gguf = ws.path(&format!("{quant}.gguf"));
+        assert_ok(&run(&["export", &out, "--format", "gguf", "-o", &gguf]));
+        assert_eq!(&std::fs::read(&gguf).unwrap()[..4], b"GGUF");
+
+        let dir = ws.path(&format!("{quant}-st"));
+        assert_ok(&run(&[
+            "export",
+            &out,
+            "--format",
+            "safetensors",
+            "-o",
+            &dir,
+        ]));
+        let back = ws.path(&format!("{quant}-back.apr"));
+        let weights = format!("{dir}/weights.safetensors");
+        assert_ok(&run(&["import", &weights, "-o", &back]));
+        let reimported = apr::fs::load_tensors(&back, ModelType::NeuralCustom).unwrap();
+        assert_eq!(
+            reimported.tensors, quantized.tensors,
+            "{quant}: export → import"
+        );
+    }
+}
+
+#[test]
+fn mixed_precision_and_inspect_quantization() {
+    let ws = Ws::new();
+    let input = safetensors_input(&ws);
+    let imported = ws.path("model.apr");
+    assert_ok(&run(&["import", &input, "-o", &imported]));
+    let out = ws.path("mixed.apr");
+    let output = run(&[
+        "quantize",
+        &imported,
+        "--type",
+        "q4_0",
+        "--embedding-type",
+        "q8_0",
+        "--output-type",
+        "q8_tensor",
+        "-o",
+        &out,
+    ]);
+    assert_ok(&output);
+    let model = apr::fs::load_tensors(&out, ModelType::NeuralCustom).unwrap();
+    let dtype = |name: &str| model.tensor(name).unwrap().dtype;
+    assert_eq!(
+        dtype("token_embd.weight"),
+        DType::Quantized(QuantType::Q8_0)
+    );
+    assert_eq!(dtype("blk.0.ffn.weight"), DType::Quantized(QuantType::Q4_0));
+    assert_eq!(
+        dtype("output.weight"),
+        DType::Quantized(QuantType::Q8Tensor)
+    );
+    assert_eq!(dtype("blk.0.norm"), DType::F32);
+
+    let output = run(&["inspect", &out, "--quantization"]);
+    assert_ok(&output);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("Type: Q4_0, Block size: 32, Bits/weight: 4.5, Original: f32"),
+        "{text}"
+    );
+    assert!(
+        text.contains("kept: its last dimension is not a multiple of 32"),
+        "{text}"
+    );
+
+    let output = run(&["inspect", &out, "--json"]);
+    assert_ok(&output);
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["flags"], serde_json::json!(["STREAMING", "QUANTIZED"]));
+    assert_eq!(json["model"]["model_type"], "NEURAL_CUSTOM");
+    assert_eq!(json["model"]["tensors"][0]["name"], "token_embd.weight");
+    assert_eq!(json["model"]["quantization"]["quant_type"], 2);
+}
+
+#[test]
+fn calibration_data_measures_layer_outputs() {
+    let ws = Ws::new();
+    let input = safetensors_input(&ws);
+    let imported = ws.path("model.apr");
+    assert_ok(&run(&["import", &input, "-o", &imported]));
+    let csv = ws.path("data.csv");
+    let mut text = (0..32)
+        .map(|i| format!("f{i}"))
+        .collect::<Vec<_>>()
+        .join(",")
+        + "\n";
+    for row in 0..10 {
+        let line: Vec<String> = (0..32)
+            .map(|i| format!("{}", ((row * 32 + i) as f32 * 0.13).cos()))
+            .collect();
+        text += &(line.join(",") + "\n");
+    }
+    std::fs::write(&csv, text).unwrap();
+    let out = ws.path("q.apr");
+    assert_ok(&run(&[
+        "quantize",
+        &imported,
+        "--type",
+        "q4_1",
+        "--calibration",
+        &csv,
+        "-o",
+        &out,
+    ]));
+    let file = apr::fs::open(&out).unwrap();
+    let info = file.metadata().quantization.as_ref().unwrap();
+    assert_eq!(info.calibration_samples, 10);
+    let measured: Vec<&str> = info
+        .tensors
+        .iter()
+        .filter(|t| t.output_error.is_some())
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(
+        measured,
+        ["blk.1.ffn.weight", "blk.0.ffn.weight", "output.weight"]
+    );
+
+    std::fs::write(&csv, "1,2\n3,x\n").unwrap();
+    let output = run(&[
+        "quantize",
+        &imported,
+        "--type",
+        "q4_1",
+        "--calibration",
+        &csv,
+        "-o",
+        &out,
+    ]);
+    assert_fails_with(&output, "Usage");
+}
+
+fn saved(ws: &Ws, name: &str, model: &TensorModel, model_type: ModelType) -> String {
+    let path = ws.path(name);
+    let options = SaveOptions {
+        card: ModelCard::default(),
+        compression: envelope_core::Compression::None,
+    };
+    apr::fs::save_tensors(&path, model, model_type, &options).unwrap();
+    path
+}
+
+#[test]
+fn every_signal_of_5_1_through_the_cli() {
+    let ws = Ws::new();
+    let path = saved(&ws, "m.apr", &model(), ModelType::Knn);
+    let out = ws.path("out.apr");
+    let bytes = std::fs::read(&path).unwrap();
+    let variant = |name: &str, change: &dyn Fn(&mut Vec<u8>)| {
+        let mut b = bytes.clone();
+        change(&mut b);
+        let p = ws.path(name);
+        std::fs::write(&p, b).unwrap();
+        p
+    };
+
+    let bad_magic = variant("magic.apr", &|b| b[0] = b'X');
+    assert_fails_with(
+        &run(&["quantize", &bad_magic, "--type", "q8_0", "-o", &out]),
+        "InvalidFormat",
+    );
+    let flipped = variant("flip.apr", &|b| {
+        let at = b.len() - 10;
+        b[at] ^= 1;
+    });
+    assert_fails_with(
+        &run(&["export", &flipped, "--format", "gguf", "-o", &out]),
+        "ChecksumMismatch",
+    );
+    let metadata_flip = variant("meta.apr", &|b| b[40] ^= 1);
+    assert_fails_with(&run(&["inspect", &metadata_flip]), "ChecksumMismatch");
+    let version = variant("version.apr", &|b| b[4] = 9);
+    assert_fails_with(&run(&["inspect", &version]), "UnsupportedVersion");
+    assert_fails_with(
+        &run(&[
+            "quantize",
+            &path,
+            "--type",
+            "q8_0",
+            "--expect-type",
+            "svm",
+            "-o",
+            &out,
+        ]),
+        "ModelTypeMismatch",
+    );
+    // A real trusted key (made by `apr keygen`); the model is not signed.
+    let pw = ws.path("pw");
+    std::fs::write(&pw, "pw\n").unwrap();
+    let key = ws.path("me.key");
+    assert_ok(&run(&[
+        "keygen",
+        "-o",
+        &key,
+        "--password-file",
+        &pw,
+        "--argon2-m-kib",
+        "1024",
+        "--argon2-t",
+        "1",
+    ]));
+    let trusted = ws.path("trusted");
+    std::fs::create_dir_all(&trusted).unwrap();
+    std::fs::copy(format!("{key}.pub"), format!("{trusted}/me.pub")).unwrap();
+    assert_fails_with(
+        &run(&[
+            "quantize",
+            &path,
+            "--type",
+            "q8_0",
+            "--trusted-keys",
+            &trusted,
+            "-o",
+            &out,
+        ]),
+        "SignatureInvalid",
+    );
+    let encrypted = ws.path("enc.apr");
+    assert_ok(&run(&[
+        "encrypt",
+        &path,
+        "-o",
+        &encrypted,
+        "--password-file",
+        &pw,
+        "--argon2-m-kib",
+        "1024",
+        "--argon2-t",
+        "1",
+    ]));
+    assert_fails_with(
+        &run(&["quantize", &encrypted, "--type", "q8_0", "-o", &out]),
+        "DecryptionFailed",
+    );
+    assert!(!Path::new(&out).exists(), "nothing is written on failure");
+
+    // A licensed model whose license expired in 1970: LicenseExpired, checked after the signature.
+    let seller = envelope_sign::Identity::from_seed([5; 32]);
+    let mut license = envelope_license::LicenseBlock::new([2; 16], "buyer", 1_000, 2_000);
+    license.flags = envelope_license::LicenseFlags::EXPIRATION_ENFORCED;
+    let signer = seller.signing_key();
+    let package = envelope_license::commercial::CommercialPackage {
+        license,
+        signer: &signer,
+        encrypt_to: None,
+        options: envelope_crypto::EncryptOptions::default(),
+    };
+    let parts = apr::tensor_parts(&model(), ModelType::Knn, &SaveOptions::default()).unwrap();
+    let licensed = ws.path("licensed.apr");
+    let bytes =
+        envelope_license::commercial::package(&parts, &package, &mut envelope_crypto::OsRng)
+            .unwrap();
+    std::fs::write(&licensed, bytes).unwrap();
+    assert_fails_with(
+        &run(&[
+            "export",
+            &licensed,
+            "--format",
+            "gguf",
+            "-o",
+            &ws.path("l.gguf"),
+        ]),
+        "LicenseExpired",
+    );
+}
+
+#[test]
+fn every_signal_of_6_2_9_through_the_cli() {
+    let ws = Ws::new();
+    let path = saved(&ws, "m.apr", &model(), ModelType::NeuralSequential);
+    let out = ws.path("out.apr");
+    // Unknown type name / byte: UnsupportedQuantization.
+    assert_fails_with(
+        &run(&["quantize", &path, "--type", "q3_k", "-o", &out]),
+        "UnsupportedQuantization",
+    );
+    // NaN weights: QuantizationCorrupt naming the tensor (the NaN policy).
+    let mut values = vec![0.5f32; 64];
+    values[3] = f32::NAN;
+    let nan = TensorModel::new(vec![
+        Tensor::from_f32("bad.weight", vec![2, 32], &values).unwrap(),
+    ])
+    .unwrap();
+    let nan_path = saved(&ws, "nan.apr", &nan, ModelType::NeuralSequential);
+    let output = run(&["quantize", &nan_path, "--type", "q8_0", "-o", &out]);
+    assert_fails_with(&output, "QuantizationCorrupt");
+    assert!(
+        stderr(&output).contains("bad.weight"),
+        "{}",
+        stderr(&output)
+    );
+    // Block data that does not match the shape: QuantizationCorrupt.
+    let quantized = model().quantize(QuantType::Q4_0).unwrap();
+    let mut parts = apr::tensor_parts(
+        &quantized,
+        ModelType::NeuralSequential,
+        &SaveOptions::default(),
+    )
+    .unwrap();
+    let mut metadata = apr::ModelMetadata::decode(&parts.metadata).unwrap();
+    metadata.tensors[1].shape = vec![32, 32];
+    parts.metadata = metadata.encode().unwrap().into();
+    let corrupt = ws.path("corrupt.apr");
+    std::fs::write(&corrupt, parts.to_bytes().unwrap()).unwrap();
+    let output = run(&["inspect", &corrupt, "--quantization"]);
+    assert_fails_with(&output, "QuantizationCorrupt");
+    assert!(
+        stderr(&output).contains("blk.1.ffn.weight"),
+        "{}",
+        stderr(&output)
+    );
+    // A type GGUF cannot hold: ExportFailed (a Usage signal) naming the tensor.
+    let bytes = TensorModel::new(vec![
+        Tensor::new("mask", DType::U8, vec![4], vec![1; 4]).unwrap(),
+    ])
+    .unwrap();
+    let mask = saved(&ws, "mask.apr", &bytes, ModelType::Custom);
+    let output = run(&[
+        "export",
+        &mask,
+        "--format",
+        "gguf",
+        "-o",
+        &ws.path("x.gguf"),
+    ]);
+    assert_fails_with(&output, "Usage: ExportFailed");
+    assert!(stderr(&output).contains("\"mask\""), "{}", stderr(&output));
+    // Accuracy loss over 5%: a warning in the metadata, the command succeeds.
+    let spiky: Vec<f32> = (0..32).map(|i| if i == 0 { 100.0 } else { 5.0 }).collect();
+    let spiky = TensorModel::new(vec![Tensor::from_f32("w", vec![32], &spiky).unwrap()]).unwrap();
+    let spiky = saved(&ws, "spiky.apr", &spiky, ModelType::Custom);
+    let output = run(&["quantize", &spiky, "--type", "q4_0", "-o", &out]);
+    assert_ok(&output);
+    assert!(String::from_utf8_lossy(&output.stdout).contains("exceeds 5%"));
+    let info = apr::fs::open(&out)
+        .unwrap()
+        .metadata()
+        .quantization
+        .clone()
+        .unwrap();
+    assert_eq!(info.warnings.len(), 1);
+}
+
+#[test]
+fn hostile_safetensors_are_refused() {
+    let ws = Ws::new();
+    let path = ws.path("evil.safetensors");
+    let mut bytes = (1u64 << 40).to_le_bytes().to_vec();
+    bytes.extend_from_slice(
+        b"{\"a\":{\"dtype\":\"F32\",\"shape\":[1000000000],\"data_offsets\":[0,4000000000]}}",
+    );
+    std::fs::write(&path, bytes).unwrap();
+    assert_fails_with(
+        &run(&["import", &path, "-o", &ws.path("x.apr")]),
+        "InvalidFormat",
+    );
+}
+
+/// `apr convert --trueno-native`: the zero-copy form keeps every tensor, `inspect` lists the
+/// aligned tensors without reading them (`--verify` reads everything), and the file still exports
+/// and maps.
+#[test]
+fn convert_to_trueno_native_and_inspect_the_tensor_index() {
+    let ws = Ws::new();
+    let input = saved(
+        &ws,
+        "in.apr",
+        &model().quantize(QuantType::Q8_0).unwrap(),
+        ModelType::NeuralSequential,
+    );
+    let aligned = ws.path("aligned.apr");
+    let output = run(&[
+        "convert",
+        &input,
+        &aligned,
+        "--trueno-native",
+        "--backend",
+        "avx2",
+    ]);
+    assert_ok(&output);
+    assert!(String::from_utf8_lossy(&output.stdout).contains("TRUENO_NATIVE"));
+
+    let output = run(&["inspect", &aligned, "--json"]);
+    assert_ok(&output);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["fully_verified"], false);
+    let tensors = report["tensors"].as_array().unwrap();
+    assert_eq!(tensors.len(), 5);
+    assert!(
+        tensors
+            .iter()
+            .all(|t| t["offset"].as_u64().unwrap() % 64 == 0 && t["backend"] == "avx2")
+    );
+    let output = run(&["inspect", &aligned, "--verify", "--json"]);
+    assert_ok(&output);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["fully_verified"], true);
+
+    let back = apr::fs::load_tensors(&aligned, ModelType::NeuralSequential).unwrap();
+    assert_eq!(
+        back,
+        apr::fs::load_tensors(&input, ModelType::NeuralSequential).unwrap()
+    );
+    assert_ok(&run(&[
+        "export",
+        &aligned,
+        "--format",
+        "gguf",
+        "-o",
+        &ws.path("m.gguf"),
+    ]));
+    let mapped = zerocopy_trueno::MappedModel::open(&aligned).unwrap();
+    assert_eq!(mapped.tensors().index().len(), 5);
+
+    // A damaged tensor byte: the lazy inspect does not read it, --verify names the failure.
+    let mut bytes = std::fs::read(&aligned).unwrap();
+    let offset = mapped
+        .tensors()
+        .file_range(&mapped.tensors().index().entries()[2])
+        .start;
+    bytes[offset + 5] ^= 0x40;
+    let damaged = ws.path("damaged.apr");
+    std::fs::write(&damaged, &bytes).unwrap();
+    assert_ok(&run(&["inspect", &damaged]));
+    assert_fails_with(&run(&["inspect", &damaged, "--verify"]), "ChecksumMismatch");
+
+    let output = run(&["convert", &input, &ws.path("x.apr"), "--backend", "avx2"]);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "--backend needs --trueno-native"
+    );
+}
