@@ -75,6 +75,9 @@ step "alimentar: out to Parquet and back in; pyarrow-compatible files both ways"
 "$bin/alimentar" convert "$out/data.parquet" "$out/roundtrip.csv"
 cmp samples/dataset/measurements/part-0.csv "$out/roundtrip.csv" && echo "CSV -> .ald -> Parquet -> CSV: identical"
 
+step "alimentar: the zero-copy deployment form (TRUENO_NATIVE): one 64-byte-aligned array per column, listed by info"
+"$bin/alimentar" convert samples/numeric/measurements.csv "$out/numeric.ald" --trueno-native && "$bin/alimentar" info "$out/numeric.ald" --verify
+
 step "alimentar: keys for a publisher and a buyer; license the dataset, encrypt it for the buyer, sign it"
 printf 'publisher demo password\n' > "$out/publisher.pw"
 printf 'alice demo password\n' > "$out/alice.pw"

@@ -89,7 +89,16 @@ impl Opened<Vec<u8>> {
         let num_rows = header.num_rows();
         let schema_section = self.envelope.schema().to_vec();
         let schema = Arc::clone(&self.schema);
+        let verified = self.envelope.is_fully_verified();
         let file = arrow_buffer::Buffer::from_vec(self.envelope.into_inner());
+        if let Some(arrays) = &self.arrays {
+            // TRUENO_NATIVE (000 §10): the payload is aligned arrays, not Arrow IPC; the columns
+            // become slices of the file's buffer.
+            let payload = crate::aligned::ArrayBytes::Owned(file.slice_with_length(start, len));
+            let batch =
+                crate::aligned::decode_arrays(arrays, &schema, num_rows, &payload, verified)?;
+            return ArrowDataset::new(schema, vec![batch]);
+        }
         let batches = ipc::decode_batches(&schema_section, file.slice_with_length(start, len))?;
         crate::load::check_rows(&batches, num_rows)?;
         ArrowDataset::new(schema, batches)

@@ -13,6 +13,11 @@
 //!   chunk, not the file.
 //! - **Checks before content.** Loading follows 000 §5.0: envelope (magic, version, CRC32,
 //!   bounds), signature, license, schema, and only then the payload ([`load`] module docs).
+//! - **A zero-copy form for deployment.** [`aligned::trueno_parts`] writes a TRUENO_NATIVE file
+//!   (000 §10, docs/zerocopy.md §10): the same metadata and schema sections, but each column
+//!   stored as one 64-byte-aligned array that `zerocopy_trueno::MappedDataset` borrows from a
+//!   memory map. Every loader here reads such files too, rebuilding the record batch from the
+//!   arrays (without a copy when it owns the file's buffer).
 //! - **Time is an argument.** License expiry is checked against the `now_unix` the caller passes,
 //!   so wasm32 works without a clock.
 //!
@@ -42,6 +47,7 @@
 //! With `--no-default-features` the crate builds for `wasm32-unknown-unknown` and reads and
 //! writes uncompressed files from memory.
 
+pub mod aligned;
 mod dataset;
 mod dataset_type;
 mod info;

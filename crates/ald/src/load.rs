@@ -4,6 +4,10 @@
 //! license, dataset type, metadata, schema section and the caller's expected schema, and only
 //! then the payload (decrypted if needed, decompressed, decoded as Arrow IPC). The first failure
 //! stops the load.
+//!
+//! A TRUENO_NATIVE file (000 §10, [`crate::aligned`]) goes through the same checks; right after
+//! the schema, its tensor index is checked against the schema and the header's row count, and
+//! its payload is later rebuilt from the aligned arrays instead of decoded as Arrow IPC.
 
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
@@ -11,6 +15,7 @@ use arrow_schema::{Schema, SchemaRef};
 use envelope_core::{DecryptionFailure, Envelope, Error, Flags, Format, FormatError, Result};
 use envelope_license::{LicenseBlock, LicenseFlags};
 
+use crate::aligned::{self, ArrayBytes};
 use crate::dataset::{ArrowDataset, check_schema};
 use crate::dataset_type::DatasetType;
 use crate::ipc;
@@ -41,6 +46,8 @@ pub struct Opened<B> {
     pub(crate) metadata: Metadata,
     pub(crate) schema: SchemaRef,
     pub(crate) license: Option<LicenseBlock>,
+    /// The aligned arrays of a TRUENO_NATIVE file, checked against the schema.
+    pub(crate) arrays: Option<zerocopy_trueno::TensorIndex>,
     #[cfg(feature = "format-signing")]
     pub(crate) signer: Option<envelope_sign::SigningPublicKey>,
 }
@@ -74,27 +81,34 @@ impl<B: AsRef<[u8]>> Opened<B> {
                 None => {}
             }
         }
-        if envelope.header().flags().contains(Flags::TRUENO_NATIVE) {
-            // 000 §10 (aligned arrays) is the zero-copy issue's; until then such files are refused
-            // rather than misread.
-            return Err(FormatError::MalformedBlock {
-                section: envelope_core::Section::TensorIndex,
-                reason: "TRUENO_NATIVE arrays (000 §10) are not supported by this reader",
-            }
-            .into());
-        }
         let dataset_type = DatasetType::from_id(envelope.header().type_id())?;
         let metadata = Metadata::decode(envelope.metadata())?;
         let schema = ipc::parse_schema(envelope.schema())?;
         if let Some(expected) = options.expected_schema {
             check_schema(expected, &schema)?;
         }
+        let arrays = match envelope.section(envelope_core::Section::TensorIndex) {
+            Some(_) if envelope.header().flags().contains(Flags::STREAMING) => {
+                // 000 §10: a dataset's chunk items are rows, so its arrays are never chunked.
+                return Err(FormatError::Inconsistent {
+                    reason: "a TRUENO_NATIVE dataset cannot also be STREAMING",
+                }
+                .into());
+            }
+            Some(body) => Some(aligned::parse_index(
+                body,
+                &schema,
+                envelope.header().num_rows(),
+            )?),
+            None => None,
+        };
         Ok(Self {
             envelope,
             dataset_type,
             metadata,
             schema,
             license,
+            arrays,
             #[cfg(feature = "format-signing")]
             signer,
         })
@@ -154,12 +168,48 @@ impl<B: AsRef<[u8]>> Opened<B> {
     /// # Errors
     /// `DecryptionFailed` (`KeyRequired` if the file is encrypted and `options` has no key, or
     /// without the `format-encryption` feature); `InvalidFormat` for a corrupt payload or a row
-    /// count other than the header's.
+    /// count other than the header's; `ChecksumMismatch` for a TRUENO_NATIVE array whose CRC-32C
+    /// fails (a lazily opened file, whose whole-file CRC32 was not computed).
     pub fn read_dataset(&self, options: &LoadOptions<'_>) -> Result<ArrowDataset> {
+        if self.arrays.is_some() {
+            let batch = self.read_arrays(options)?;
+            return ArrowDataset::new(self.schema.clone(), vec![batch]);
+        }
         let payload = self.decoded_payload(options)?;
         let batches = ipc::decode_batches(self.envelope.schema(), payload)?;
         check_rows(&batches, self.num_rows())?;
         ArrowDataset::new(self.schema.clone(), batches)
+    }
+
+    /// Whether the file is TRUENO_NATIVE: its columns are stored as aligned arrays (000 §10).
+    #[must_use]
+    pub fn is_trueno_native(&self) -> bool {
+        self.arrays.is_some()
+    }
+
+    /// The aligned arrays' index of a TRUENO_NATIVE file (checked against the schema).
+    #[must_use]
+    pub fn arrays(&self) -> Option<&zerocopy_trueno::TensorIndex> {
+        self.arrays.as_ref()
+    }
+
+    /// The table of a TRUENO_NATIVE file as one record batch, each column copied once out of the
+    /// payload (decrypted first if the file is encrypted). Arrays are verified by the whole-file
+    /// CRC32 if the envelope computed it, by AES-GCM if encrypted, and otherwise (a lazily opened
+    /// file) each by its CRC-32C here.
+    pub(crate) fn read_arrays(&self, options: &LoadOptions<'_>) -> Result<RecordBatch> {
+        let Some(index) = &self.arrays else {
+            return Err(Error::InvalidArgument("the file is not TRUENO_NATIVE"));
+        };
+        let (payload, verified) = if self.is_encrypted() {
+            (ArrayBytes::Owned(self.decoded_payload(options)?), true)
+        } else {
+            (
+                ArrayBytes::Borrowed(self.envelope.payload()),
+                self.envelope.is_fully_verified(),
+            )
+        };
+        aligned::decode_arrays(index, &self.schema, self.num_rows(), &payload, verified)
     }
 
     fn decoded_payload(&self, options: &LoadOptions<'_>) -> Result<Buffer> {

@@ -5,7 +5,9 @@
 //! files, [`StreamingDataset::with_key`]). A chunk costs its own bytes: it is located through the
 //! index, decompressed (and decrypted) alone, and decoded after the schema section.
 //!
-//! A non-STREAMING file opens too: it is one chunk holding every row.
+//! A non-STREAMING file opens too: it is one chunk holding every row. So does a TRUENO_NATIVE file
+//! (000 §10, never STREAMING for datasets): its one chunk is rebuilt from the aligned arrays, each
+//! checked by its CRC-32C, since the file is opened lazily.
 
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
@@ -212,6 +214,9 @@ impl<'a, B: AsRef<[u8]>> ChunkReader<'a, B> {
     /// `InvalidFormat` for a missing chunk or a corrupt one (including a row count other than
     /// its index entry's); `DecryptionFailed`.
     pub fn get_chunk(&self, chunk: usize) -> Result<RecordBatch> {
+        if self.dataset.opened.is_trueno_native() {
+            return self.aligned_chunk(chunk);
+        }
         let payload = self.decoded_chunk(chunk)?;
         let batches = ipc::decode_batches(self.dataset.opened.envelope.schema(), payload)?;
         let rows = self
@@ -221,6 +226,33 @@ impl<'a, B: AsRef<[u8]>> ChunkReader<'a, B> {
         check_rows(&batches, rows)?;
         arrow_select::concat::concat_batches(self.dataset.schema(), &batches)
             .map_err(|_| Error::InvalidArgument("the batches cannot be concatenated"))
+    }
+
+    /// The one chunk of a TRUENO_NATIVE file: every row, rebuilt from the aligned arrays.
+    fn aligned_chunk(&self, chunk: usize) -> Result<RecordBatch> {
+        if chunk != 0 {
+            return Err(FormatError::NoSuchChunk {
+                chunk: chunk as u64,
+                count: 1,
+            }
+            .into());
+        }
+        let opened = &self.dataset.opened;
+        #[cfg(feature = "format-encryption")]
+        if let Some(decryptor) = &self.decryptor {
+            let index = opened
+                .arrays()
+                .ok_or(Error::InvalidArgument("the file is not TRUENO_NATIVE"))?;
+            let payload = crate::aligned::ArrayBytes::Owned(Buffer::from_vec(decryptor.payload()?));
+            return crate::aligned::decode_arrays(
+                index,
+                opened.schema(),
+                opened.num_rows(),
+                &payload,
+                true,
+            );
+        }
+        opened.read_arrays(&LoadOptions::default())
     }
 
     /// Rows `start..start + count`, decoding only the chunks they lie in.

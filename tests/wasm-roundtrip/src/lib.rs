@@ -151,6 +151,11 @@ const RECIPES: &[(&str, Build)] = &[
         "encrypted-multi-streaming-signed.ald",
         encrypted_multi_streaming,
     ),
+    ("trueno-native.ald", trueno_dataset),
+    (
+        "fail_array_bit_flip.ChecksumMismatch.ald",
+        trueno_dataset_array_flipped,
+    ),
     ("fail_tampered_signed.SignatureInvalid.apr", tampered_signed),
     ("fail_bit_flip.ChecksumMismatch.ald", bit_flip),
 ];
@@ -266,6 +271,9 @@ fn load_payload(envelope: &Envelope<&[u8]>) -> Result<Vec<u8>> {
             }
         }
     }
+    if flags.contains(Flags::TRUENO_NATIVE) && envelope.header().format() == Format::Dataset {
+        check_aligned_dataset(envelope)?;
+    }
     if !flags.contains(Flags::ENCRYPTED) {
         return Ok(envelope.decode_payload()?.into_owned());
     }
@@ -296,6 +304,35 @@ fn verify_detailed(bytes: &[u8]) -> (Outcome, Option<Error>) {
         Ok(outcome) => (outcome, None),
         Err(error) => (Outcome::Refused(error.signal()), Some(error)),
     }
+}
+
+/// A TRUENO_NATIVE dataset loads through the `.ald` crate's in-memory path (on wasm32 there is
+/// nothing to map), and the table it rebuilds holds exactly the aligned arrays: one column per
+/// array, in index order, of the header's row count, whose little-endian bytes are the array's.
+fn check_aligned_dataset(envelope: &Envelope<&[u8]>) -> Result<()> {
+    let wrong = |reason| Err(Error::InvalidArgument(reason));
+    let table = ald::load_from_bytes(envelope.as_bytes())?.to_batch()?;
+    if table.num_rows() as u64 != envelope.header().num_rows() {
+        return wrong("the loaded table has another row count than the header");
+    }
+    let tensors = AlignedTensors::open(envelope.as_bytes(), Format::Dataset, Integrity::PerTensor)?;
+    if tensors.index().len() != table.num_columns() {
+        return wrong("the loaded table has another column count than the index");
+    }
+    for (position, column) in table.columns().iter().enumerate() {
+        let view = tensors.tensor_at(position)?;
+        let data = column.to_data();
+        let values = data.buffers().first().map(|buffer| buffer.as_slice());
+        let size = view.entry().dtype.size();
+        let start = data.offset() * size;
+        let loaded = values.and_then(|bytes| bytes.get(start..start + view.bytes().len()));
+        if table.schema().field(position).name() != &view.entry().name
+            || loaded != Some(view.bytes())
+        {
+            return wrong("a loaded column differs from its aligned array");
+        }
+    }
+    Ok(())
 }
 
 /// The hash both sides compare decoded payloads by: CRC32 (IEEE), computed in Rust on each side.
@@ -435,6 +472,94 @@ fn sections() -> Result<(Vec<u8>, Outcome)> {
     );
     let signed = envelope_sign::sign(&parts.to_bytes()?, &publisher().signing_key())?;
     Ok((signed, expected))
+}
+
+/// Rows of the TRUENO_NATIVE dataset sample: odd, so that no array ends on a 64-byte boundary.
+const TRUENO_ROWS: usize = 777;
+
+/// A TRUENO_NATIVE dataset written by the `.ald` crate: one column of every array type (f32, f64,
+/// i32, i64, u8), each stored as one 64-byte-aligned array.
+fn trueno_dataset() -> Result<(Vec<u8>, Outcome)> {
+    use arrow_array::{ArrayRef, Float32Array, Float64Array, Int32Array, Int64Array, UInt8Array};
+    use std::sync::Arc;
+    let n = i32::try_from(TRUENO_ROWS).unwrap_or(i32::MAX);
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        (
+            "f32",
+            Arc::new(Float32Array::from_iter_values(
+                (0..n).map(|i| f32::from(u16::try_from(i).unwrap_or(0)) / 8.0 - 40.0),
+            )),
+        ),
+        (
+            "f64",
+            Arc::new(Float64Array::from_iter_values(
+                (0..n).map(|i| f64::from(i).sqrt()),
+            )),
+        ),
+        (
+            "i32",
+            Arc::new(Int32Array::from_iter_values(
+                (0..n).map(|i| i.wrapping_mul(-2_654_435)),
+            )),
+        ),
+        (
+            "i64",
+            Arc::new(Int64Array::from_iter_values(
+                (0..i64::from(n)).map(|i| i.wrapping_mul(0x0123_4567_89ab_cdef)),
+            )),
+        ),
+        (
+            "u8",
+            Arc::new(UInt8Array::from_iter_values(
+                (0..n).map(|i| i.to_le_bytes()[0].wrapping_mul(37)),
+            )),
+        ),
+    ];
+    let batch = arrow_array::RecordBatch::try_from_iter(columns)
+        .map_err(|_| Error::InvalidArgument("the sample table cannot be built"))?;
+    let parts = ald::aligned::trueno_parts(
+        &ald::ArrowDataset::from_batch(batch),
+        ald::DatasetType::Tabular,
+        &ald::Metadata::default(),
+        BackendHint::WasmSimd,
+    )?;
+    let expected = Outcome::loaded(
+        Format::Dataset,
+        ald::DatasetType::Tabular.id(),
+        Flags::TRUENO_NATIVE,
+        Compression::None,
+        TRUENO_ROWS as u64,
+        parts.payload.stored(),
+    );
+    Ok((parts.to_bytes()?, expected))
+}
+
+/// The TRUENO_NATIVE dataset with one bit of an array flipped and the CRC32 trailer recomputed:
+/// only the array's own CRC-32C in the tensor index can tell, and the reader must refuse it.
+fn trueno_dataset_array_flipped() -> Result<(Vec<u8>, Outcome)> {
+    let (mut bytes, _) = trueno_dataset()?;
+    let envelope = Envelope::parse(&bytes[..], Format::Dataset)?;
+    let payload = envelope
+        .layout()
+        .span(Section::Payload)
+        .ok_or(Error::InvalidArgument("a sample has no payload span"))?;
+    let index = TensorIndex::parse(
+        Format::Dataset,
+        envelope.section(Section::TensorIndex).unwrap_or_default(),
+    )?;
+    let array = index
+        .get("i64")
+        .ok_or(Error::InvalidArgument("the sample has no i64 array"))?;
+    let at = usize::try_from(payload.offset + array.offset + array.size_bytes / 2)
+        .map_err(|_| Error::InvalidArgument("sample larger than memory"))?;
+    let byte = bytes
+        .get_mut(at)
+        .ok_or(Error::InvalidArgument("array past the end"))?;
+    *byte ^= 0x08;
+    let end = bytes.len() - envelope_core::CHECKSUM_LEN;
+    let crc = crc32fast::hash(&bytes[..end]);
+    bytes[end..].copy_from_slice(&crc.to_le_bytes());
+    Ok((bytes, Outcome::Refused(Signal::ChecksumMismatch)))
 }
 
 /// A zstd dataset (compressed, then encrypted) in password mode.

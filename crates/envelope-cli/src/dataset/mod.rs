@@ -47,9 +47,10 @@ pub struct ConvertArgs {
     pub input: PathBuf,
     /// The output, same kinds; replaced atomically.
     pub output: PathBuf,
-    /// Compression of an .ald output's payload (each chunk separately with --streaming).
-    #[arg(long, value_enum, default_value = "zstd-l3")]
-    pub compression: CompressionArg,
+    /// Compression of an .ald output's payload (each chunk separately with --streaming)
+    /// [default: zstd-l3; none with --trueno-native].
+    #[arg(long, value_enum)]
+    pub compression: Option<CompressionArg>,
     /// Dataset type of an .ald output: a 000 §3.1 name (tabular, time-series, text-corpus, ...)
     /// or a numeric id.
     #[arg(long = "type", value_name = "TYPE", default_value = "tabular")]
@@ -58,6 +59,24 @@ pub struct ConvertArgs {
     /// Converting into a STREAMING file holds one row group in memory, whatever the input size.
     #[arg(long)]
     pub streaming: bool,
+    /// Write the zero-copy deployment form of an .ald output (TRUENO_NATIVE, 000 §10): each
+    /// column stored uncompressed as one 64-byte-aligned array listed in a tensor index, so that
+    /// `zerocopy_trueno::MappedDataset` maps the file and borrows columns in place, and `info`
+    /// answers from the header and the index alone whatever the file's size. Decompresses once;
+    /// every .ald reader still loads the file. Columns must be Float32, Float64, Int32, Int64 or
+    /// UInt8 without nulls (a nullable column holding no null is accepted); the output is neither
+    /// compressed nor STREAMING. Reads any input convert reads, .ald included.
+    #[arg(long)]
+    pub trueno_native: bool,
+    /// The SIMD backend hint stored with each array with --trueno-native (auto, scalar, sse2,
+    /// avx, avx2, avx512, neon, wasm-simd, gpu).
+    #[arg(
+        long,
+        value_name = "HINT",
+        default_value = "auto",
+        requires = "trueno_native"
+    )]
+    pub backend: String,
     /// Rows per row group with --streaming.
     #[arg(long, value_name = "N", default_value_t = ald::DEFAULT_CHUNK_ROWS, requires = "streaming")]
     pub chunk_rows: usize,
@@ -194,6 +213,9 @@ fn progress(what: &str) -> indicatif::ProgressBar {
 /// # Errors
 /// The first failure, naming its Andon signal.
 pub fn convert(tool: Tool, args: &ConvertArgs) -> anyhow::Result<()> {
+    if args.trueno_native {
+        check_trueno_options(args)?;
+    }
     let access = Access::read(&args.keys, tool)?;
     let expected = expected_schema(args.expect_schema.as_deref())?;
     let schema = args
@@ -213,9 +235,12 @@ pub fn convert(tool: Tool, args: &ConvertArgs) -> anyhow::Result<()> {
     if let Some(expected) = &expected {
         ald::check_schema(expected, source.schema())?;
     }
+    if args.trueno_native {
+        return convert_trueno(args, &source);
+    }
     let mut save = SaveOptions::new(
         args.dataset_type.parse::<DatasetType>()?,
-        args.compression.into(),
+        args.compression.unwrap_or(CompressionArg::ZstdL3).into(),
     );
     if args.streaming {
         save.chunk_rows = Some(args.chunk_rows);
@@ -246,6 +271,68 @@ pub fn convert(tool: Tool, args: &ConvertArgs) -> anyhow::Result<()> {
         FileKind::of(&args.output)?.name()
     ));
     Ok(())
+}
+
+/// `Usage` unless the options of `convert --trueno-native` fit together (checked before the
+/// input is read).
+fn check_trueno_options(args: &ConvertArgs) -> anyhow::Result<()> {
+    if FileKind::of(&args.output)? != FileKind::Ald {
+        anyhow::bail!("Usage: --trueno-native writes .ald files; name the output FILE.ald");
+    }
+    if args.compression.is_some_and(|c| c != CompressionArg::None) {
+        anyhow::bail!(
+            "Usage: --trueno-native files are stored uncompressed (their arrays are read in place); drop --compression or pass --compression none"
+        );
+    }
+    if args.streaming {
+        anyhow::bail!(
+            "Usage: --trueno-native datasets are not STREAMING (each column is one aligned array); drop --streaming"
+        );
+    }
+    backend_hint(&args.backend)?;
+    Ok(())
+}
+
+/// `convert --trueno-native`: the whole input in memory, written as a TRUENO_NATIVE `.ald` file
+/// (its arrays are laid out after the index, so the table is needed whole).
+fn convert_trueno(args: &ConvertArgs, source: &Source<'_>) -> anyhow::Result<()> {
+    let dataset_type = args.dataset_type.parse::<DatasetType>()?;
+    let metadata = match &args.card {
+        Some(card) => read_card(card)?,
+        None => Metadata::default(),
+    };
+    let backend = backend_hint(&args.backend)?;
+    let bar = progress(&format!(
+        "{} → {}",
+        args.input.display(),
+        args.output.display()
+    ));
+    let dataset = source
+        .read_all()
+        .with_context(|| format!("reading {}", args.input.display()))?;
+    bar.set_position(dataset.num_rows());
+    let parts = ald::aligned::trueno_parts(&dataset, dataset_type, &metadata, backend)?;
+    envelope_core::fs::save(&args.output, &parts)?;
+    bar.finish_and_clear();
+    say(&format!(
+        "wrote {} rows to {} (.ald, TRUENO_NATIVE: {} columns as 64-byte-aligned arrays, zero-copy)",
+        dataset.num_rows(),
+        args.output.display(),
+        dataset.schema().fields().len()
+    ));
+    Ok(())
+}
+
+/// The backend hint called `name` (its `BackendHint::name`).
+fn backend_hint(name: &str) -> anyhow::Result<zerocopy_trueno::BackendHint> {
+    (0..=u8::MAX)
+        .map_while(zerocopy_trueno::BackendHint::from_code)
+        .find(|hint| hint.name() == name)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "Usage: unknown backend hint {name:?} (auto, scalar, sse2, avx, avx2, avx512, neon, wasm-simd, gpu)"
+            )
+        })
 }
 
 fn expected_schema(text: Option<&str>) -> anyhow::Result<Option<SchemaRef>> {

@@ -1,0 +1,427 @@
+//! TRUENO_NATIVE datasets (000 §10): every column stored uncompressed as one 64-byte-aligned
+//! array, listed in a tensor index, so that `zerocopy_trueno::MappedDataset` hands columns out of
+//! a memory map with no copy. The byte layout is `docs/zerocopy.md` (§10 for datasets); this
+//! module maps Arrow columns onto it and back.
+//!
+//! The file stays an ordinary `.ald` file around the arrays: the metadata section is the usual
+//! card map, the schema section the usual Arrow IPC schema message, and the header's `num_rows`
+//! the row count. Only the payload differs: instead of Arrow IPC record batches it is the aligned
+//! arrays, one per column in schema order, each named by its column, of shape `[num_rows]`.
+//!
+//! Key decisions:
+//! - **Fixed-width columns without nulls only.** The `.ald` array types are f32, f64, i32, i64
+//!   and u8 (000 §10.2), with no validity bitmap, so a column of any other Arrow type, or one
+//!   holding a null, is refused with a `Usage` error naming it. A field declared nullable that
+//!   holds no null is accepted: its values are stored, and it reads back as the same nullable
+//!   field without a validity bitmap (which Arrow treats as equal).
+//! - **Not chunked.** A dataset's chunk items are rows, not arrays, so TRUENO_NATIVE datasets are
+//!   never STREAMING; readers that go chunk by chunk see one chunk holding every row, as for any
+//!   non-STREAMING file.
+//! - **Checked against the schema.** A reader refuses (`InvalidFormat`) an index that does not
+//!   list the schema's columns in order, with their types, one dimension of `num_rows` elements
+//!   and stride 1, before touching the payload.
+//! - **Verified once.** Arrays are checked by the whole-file CRC32 when the loader computed it
+//!   (or by AES-GCM for an encrypted file); a lazily opened file has each array's CRC-32C checked
+//!   instead. No byte is handed out unverified.
+//! - **Zero-copy where the bytes are owned.** When the loader owns the file's buffer, the arrays
+//!   are slices of it; otherwise each array is copied once into an aligned buffer.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray as _;
+use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type, UInt8Type};
+use arrow_array::{ArrayRef, ArrowPrimitiveType, PrimitiveArray, RecordBatch, RecordBatchOptions};
+use arrow_buffer::{Buffer, ScalarBuffer, ToByteSlice as _};
+use arrow_schema::{DataType, Field, SchemaRef};
+use envelope_core::{EnvelopeParts, Error, Format, FormatError, Result};
+use zerocopy_trueno::{BackendHint, DType, TensorEntry, TensorIndex, aligned_parts};
+
+use crate::dataset::ArrowDataset;
+use crate::dataset_type::DatasetType;
+use crate::ipc;
+use crate::metadata::Metadata;
+
+/// What the refusals of a column say zero-copy arrays can hold.
+const ARRAY_TYPES: &str =
+    "f32, f64, i32, i64 or u8 (the types of zero-copy .ald arrays, without nulls)";
+
+/// The array type of an Arrow column type, if it has one.
+#[must_use]
+pub fn array_type(data_type: &DataType) -> Option<DType> {
+    match data_type {
+        DataType::Float32 => Some(DType::F32),
+        DataType::Float64 => Some(DType::F64),
+        DataType::Int32 => Some(DType::I32),
+        DataType::Int64 => Some(DType::I64),
+        DataType::UInt8 => Some(DType::U8),
+        _ => None,
+    }
+}
+
+/// The envelope parts of `dataset` as a TRUENO_NATIVE `.ald` file (uncompressed by nature): the
+/// usual metadata and schema sections, a tensor index with one array per column, and the aligned
+/// arrays as payload.
+///
+/// # Errors
+/// `Usage` (`WrongType`) for a column whose type is not Float32, Float64, Int32, Int64 or UInt8;
+/// `Usage` (`ExportFailed`) for a column holding nulls; `Usage` for duplicate column names, a
+/// schema message over 65,535 bytes, or a big-endian host.
+pub fn trueno_parts(
+    dataset: &ArrowDataset,
+    dataset_type: DatasetType,
+    metadata: &Metadata,
+    backend: BackendHint,
+) -> Result<EnvelopeParts<'static>> {
+    refuse_big_endian()?;
+    let schema = dataset.schema();
+    let mut types = Vec::with_capacity(schema.fields().len());
+    for (position, field) in schema.fields().iter().enumerate() {
+        types.push(column_type(field)?);
+        for batch in dataset.batches() {
+            if batch.column(position).null_count() > 0 {
+                return Err(Error::ExportFailed {
+                    target: "a zero-copy (TRUENO_NATIVE) .ald array",
+                    tensor: field.name().clone(),
+                    reason: "the column holds nulls; zero-copy arrays hold f32, f64, i32, i64 or u8 columns without nulls",
+                });
+            }
+        }
+    }
+    let rows = dataset.num_rows();
+    let shape = [rows];
+    let index = TensorIndex::plan(
+        schema
+            .fields()
+            .iter()
+            .zip(&types)
+            .map(|(field, dtype)| (field.name().as_str(), *dtype, &shape[..])),
+        backend,
+    )?;
+    let columns: Vec<Cow<'_, [u8]>> = (0..types.len())
+        .map(|position| column_bytes(dataset, position))
+        .collect();
+    let mut parts = EnvelopeParts::new(Format::Dataset, dataset_type.id());
+    parts.num_rows = rows;
+    parts.schema = Cow::Owned(ipc::schema_message(schema)?);
+    parts.metadata = Cow::Owned(metadata.encode()?);
+    let slices: Vec<&[u8]> = columns.iter().map(AsRef::as_ref).collect();
+    // `aligned_parts` pads the tensor index so that the payload starts on a 64-byte boundary.
+    aligned_parts(parts, index, &slices, None)
+}
+
+/// A TRUENO_NATIVE `.ald` file as bytes.
+///
+/// # Errors
+/// As [`trueno_parts`].
+pub fn save_trueno_to_bytes(
+    dataset: &ArrowDataset,
+    dataset_type: DatasetType,
+    metadata: &Metadata,
+    backend: BackendHint,
+) -> Result<Vec<u8>> {
+    trueno_parts(dataset, dataset_type, metadata, backend)?.to_bytes()
+}
+
+fn column_type(field: &Field) -> Result<DType> {
+    array_type(field.data_type()).ok_or_else(|| Error::WrongType {
+        name: field.name().clone(),
+        stored: type_name(field.data_type()),
+        requested: ARRAY_TYPES,
+    })
+}
+
+/// A short static name of an Arrow type, for refusals (parameterised types by their kind).
+fn type_name(data_type: &DataType) -> &'static str {
+    match data_type {
+        DataType::Null => "Null",
+        DataType::Boolean => "Boolean",
+        DataType::Int8 => "Int8",
+        DataType::Int16 => "Int16",
+        DataType::UInt16 => "UInt16",
+        DataType::UInt32 => "UInt32",
+        DataType::UInt64 => "UInt64",
+        DataType::Float16 => "Float16",
+        DataType::Utf8 => "Utf8",
+        DataType::LargeUtf8 => "LargeUtf8",
+        DataType::Utf8View => "Utf8View",
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => "Binary",
+        DataType::FixedSizeBinary(_) => "FixedSizeBinary",
+        DataType::Date32 | DataType::Date64 => "Date",
+        DataType::Time32(_) | DataType::Time64(_) => "Time",
+        DataType::Timestamp(..) => "Timestamp",
+        DataType::Duration(_) => "Duration",
+        DataType::Interval(_) => "Interval",
+        DataType::Decimal32(..)
+        | DataType::Decimal64(..)
+        | DataType::Decimal128(..)
+        | DataType::Decimal256(..) => "Decimal",
+        DataType::List(_)
+        | DataType::LargeList(_)
+        | DataType::ListView(_)
+        | DataType::LargeListView(_)
+        | DataType::FixedSizeList(..) => "List",
+        DataType::Struct(_) => "Struct",
+        DataType::Union(..) => "Union",
+        DataType::Dictionary(..) => "Dictionary",
+        DataType::Map(..) => "Map",
+        DataType::RunEndEncoded(..) => "RunEndEncoded",
+        _ => "another Arrow type",
+    }
+}
+
+/// The little-endian bytes of column `position` over every batch: borrowed for a table of one
+/// batch, concatenated otherwise. The type was checked by [`column_type`].
+fn column_bytes(dataset: &ArrowDataset, position: usize) -> Cow<'_, [u8]> {
+    fn values(array: &ArrayRef) -> &[u8] {
+        match array.data_type() {
+            DataType::Float32 => array.as_primitive::<Float32Type>().values().to_byte_slice(),
+            DataType::Float64 => array.as_primitive::<Float64Type>().values().to_byte_slice(),
+            DataType::Int32 => array.as_primitive::<Int32Type>().values().to_byte_slice(),
+            DataType::Int64 => array.as_primitive::<Int64Type>().values().to_byte_slice(),
+            DataType::UInt8 => array.as_primitive::<UInt8Type>().values().to_byte_slice(),
+            _ => &[],
+        }
+    }
+    match dataset.batches() {
+        [batch] => Cow::Borrowed(values(batch.column(position))),
+        batches => Cow::Owned(
+            batches
+                .iter()
+                .flat_map(|batch| values(batch.column(position)).iter().copied())
+                .collect(),
+        ),
+    }
+}
+
+fn refuse_big_endian() -> Result<()> {
+    if cfg!(target_endian = "big") {
+        return Err(Error::InvalidArgument(
+            "zero-copy .ald arrays need a little-endian host",
+        ));
+    }
+    Ok(())
+}
+
+fn inconsistent(reason: &'static str) -> Error {
+    Error::InvalidFormat(FormatError::Inconsistent { reason })
+}
+
+/// Parses the tensor index of a TRUENO_NATIVE dataset and checks it against the schema section
+/// and the header: one array per column, same names in the same order, each of the column's
+/// array type, one dimension of `num_rows` elements, stride 1.
+///
+/// # Errors
+/// `InvalidFormat` naming the rule that fails.
+pub(crate) fn parse_index(body: &[u8], schema: &SchemaRef, num_rows: u64) -> Result<TensorIndex> {
+    let index = TensorIndex::parse(Format::Dataset, body)?;
+    if index.len() != schema.fields().len() {
+        return Err(inconsistent(
+            "the tensor index does not list one array per column of the schema",
+        ));
+    }
+    for (entry, field) in index.entries().iter().zip(schema.fields()) {
+        if entry.name != *field.name() {
+            return Err(inconsistent(
+                "the tensor index and the schema name the columns differently or in another order",
+            ));
+        }
+        match array_type(field.data_type()) {
+            None => {
+                return Err(inconsistent(
+                    "a column's Arrow type has no zero-copy array type (f32, f64, i32, i64, u8)",
+                ));
+            }
+            Some(dtype) if dtype != entry.dtype => {
+                return Err(inconsistent(
+                    "an array's type in the tensor index differs from its column's Arrow type",
+                ));
+            }
+            Some(_) => {}
+        }
+        if entry.shape != [num_rows] {
+            return Err(inconsistent(
+                "an array is not one-dimensional with the header's num_rows elements",
+            ));
+        }
+        if entry.strides != [1] {
+            return Err(inconsistent("an array's stride is not 1"));
+        }
+    }
+    Ok(index)
+}
+
+/// The payload of a TRUENO_NATIVE dataset, as the loader holds it.
+#[derive(Debug)]
+pub(crate) enum ArrayBytes<'a> {
+    /// A buffer the arrays may share: they become slices of it, with no copy.
+    Owned(Buffer),
+    /// Borrowed bytes (a memory map, a caller's slice): each array is copied once.
+    Borrowed(&'a [u8]),
+}
+
+impl ArrayBytes<'_> {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Self::Owned(buffer) => buffer.as_slice(),
+            Self::Borrowed(bytes) => bytes,
+        }
+    }
+}
+
+/// Rebuilds the table of a TRUENO_NATIVE dataset from its payload: one record batch of
+/// `num_rows` rows whose columns are the arrays of `index` (already checked against `schema` by
+/// [`parse_index`]). With `verified` false, each array's CRC-32C is checked before it is used.
+///
+/// # Errors
+/// `InvalidFormat` if an array lies beyond the payload; `ChecksumMismatch` for an array whose
+/// bytes do not match their CRC-32C; `Usage` on a big-endian host.
+pub(crate) fn decode_arrays(
+    index: &TensorIndex,
+    schema: &SchemaRef,
+    num_rows: u64,
+    payload: &ArrayBytes<'_>,
+    verified: bool,
+) -> Result<RecordBatch> {
+    refuse_big_endian()?;
+    let bytes = payload.as_slice();
+    if index.payload_len() > bytes.len() as u64 {
+        return Err(FormatError::SizeMismatch {
+            what: "payload bytes the tensor index needs against the payload",
+            declared: index.payload_len(),
+            found: bytes.len() as u64,
+        }
+        .into());
+    }
+    let rows = usize::try_from(num_rows)
+        .map_err(|_| Error::InvalidArgument("more rows than this platform can address"))?;
+    let mut columns = Vec::with_capacity(index.len());
+    for entry in index.entries() {
+        // Both fit: the range lies within `bytes` (checked above).
+        let start = usize::try_from(entry.offset).unwrap_or(usize::MAX);
+        let len = usize::try_from(entry.size_bytes).unwrap_or(usize::MAX);
+        let slice = bytes
+            .get(start..start.saturating_add(len))
+            .ok_or_else(|| inconsistent("an array lies beyond the payload"))?;
+        if !verified {
+            let computed = crc32c::crc32c(slice);
+            if computed != entry.crc32c {
+                return Err(Error::ChecksumMismatch {
+                    stored: entry.crc32c,
+                    computed,
+                });
+            }
+        }
+        let size = entry.dtype.size();
+        let buffer = match payload {
+            // Shared with the file's buffer when its address suits the type (it does whenever
+            // the buffer starts on an 8-byte boundary: arrays lie at multiples of 64).
+            ArrayBytes::Owned(owned) if (slice.as_ptr() as usize).is_multiple_of(size) => {
+                owned.slice_with_length(start, len)
+            }
+            // One copy, into Arrow's 64-byte-aligned allocation.
+            _ => Buffer::from(slice),
+        };
+        columns.push(array(entry, buffer, rows)?);
+    }
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    RecordBatch::try_new_with_options(Arc::clone(schema), columns, &options)
+        .map_err(|_| inconsistent("the aligned arrays do not form a table of the schema"))
+}
+
+/// One array of `rows` elements over `buffer` (exactly its bytes, aligned for its type).
+fn array(entry: &TensorEntry, buffer: Buffer, rows: usize) -> Result<ArrayRef> {
+    fn typed<T: ArrowPrimitiveType>(buffer: Buffer, rows: usize) -> ArrayRef {
+        Arc::new(PrimitiveArray::<T>::new(
+            ScalarBuffer::new(buffer, 0, rows),
+            None,
+        ))
+    }
+    if buffer.len() != rows.saturating_mul(entry.dtype.size()) {
+        return Err(inconsistent(
+            "an array's size differs from num_rows elements of its type",
+        ));
+    }
+    Ok(match entry.dtype {
+        DType::F32 => typed::<Float32Type>(buffer, rows),
+        DType::F64 => typed::<Float64Type>(buffer, rows),
+        DType::I32 => typed::<Int32Type>(buffer, rows),
+        DType::I64 => typed::<Int64Type>(buffer, rows),
+        DType::U8 => typed::<UInt8Type>(buffer, rows),
+        // The index was parsed as a dataset's: its table has no other type.
+        DType::F16 | DType::Bf16 | DType::I8 => {
+            return Err(inconsistent("an array type that .ald files do not have"));
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Float32Array, Int64Array, StringArray};
+    use arrow_schema::Schema;
+
+    fn dataset(columns: Vec<(&str, ArrayRef, bool)>) -> ArrowDataset {
+        let schema = Arc::new(Schema::new(
+            columns
+                .iter()
+                .map(|(name, array, nullable)| {
+                    Field::new(*name, array.data_type().clone(), *nullable)
+                })
+                .collect::<Vec<_>>(),
+        ));
+        let arrays = columns.into_iter().map(|(_, array, _)| array).collect();
+        ArrowDataset::from_batch(RecordBatch::try_new(schema, arrays).unwrap())
+    }
+
+    #[test]
+    fn a_string_column_is_refused_by_name() {
+        let table = dataset(vec![
+            ("x", Arc::new(Float32Array::from(vec![1.0, 2.0])), false),
+            ("label", Arc::new(StringArray::from(vec!["a", "b"])), false),
+        ]);
+        let error = trueno_parts(
+            &table,
+            DatasetType::Tabular,
+            &Metadata::default(),
+            BackendHint::Auto,
+        )
+        .unwrap_err();
+        assert_eq!(error.signal(), envelope_core::Signal::Usage);
+        assert_eq!(
+            error.to_string(),
+            format!("Usage: \"label\" holds Utf8, not {ARRAY_TYPES}")
+        );
+    }
+
+    #[test]
+    fn nulls_are_refused_but_a_nullable_field_without_nulls_is_not() {
+        let with_null = dataset(vec![(
+            "n",
+            Arc::new(Int64Array::from(vec![Some(1), None])),
+            true,
+        )]);
+        let error = trueno_parts(
+            &with_null,
+            DatasetType::Tabular,
+            &Metadata::default(),
+            BackendHint::Auto,
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("\"n\""), "{error}");
+        assert!(error.to_string().contains("nulls"), "{error}");
+        let without = dataset(vec![(
+            "n",
+            Arc::new(Int64Array::from(vec![Some(1), Some(2)])),
+            true,
+        )]);
+        let bytes = save_trueno_to_bytes(
+            &without,
+            DatasetType::Tabular,
+            &Metadata::default(),
+            BackendHint::Auto,
+        )
+        .unwrap();
+        assert_eq!(crate::load_from_bytes(&bytes).unwrap(), without);
+    }
+}
