@@ -1,7 +1,6 @@
 //! Native file I/O: atomic saves, verified loads, memory-mapped streaming reads, and a
 //! bounded-memory writer of STREAMING files. Compiled only with the `fs` feature off wasm32.
 
-use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,7 +14,7 @@ use mapped_file::MappedFile;
 
 use crate::dataset::{ArrowDataset, SaveOptions, check_schema};
 use crate::ipc;
-use crate::load::{LoadOptions, Loaded, Opened};
+use crate::load::{LoadOptions, Loaded};
 use crate::streaming::StreamingDataset;
 
 /// Saves `dataset` to `path` atomically (temporary file, fsync, rename).
@@ -29,80 +28,115 @@ pub fn save(path: impl AsRef<Path>, dataset: &ArrowDataset, options: &SaveOption
 
 /// Loads and verifies the dataset at `path` (checks in the order of [`crate::load`]).
 ///
-/// The bytes cross memory once. An uncompressed, unencrypted file is read into one buffer (its
-/// CRC32 computed block by block as it arrives) and its arrays are decoded in place, without a
-/// copy: writers align the payload (docs/ald.md §3). Any other file is memory-mapped, checked
-/// over the mapping, and decompressed or decrypted from it straight into the arrays' memory.
+/// The file is memory-mapped, verified over the mapping, and each Arrow IPC message is
+/// decompressed (or, if stored, copied) from the mapping into a buffer of its own, which becomes
+/// its arrays' memory. The loaded table owns its memory: nothing refers to the mapping once `load`
+/// returns. An encrypted payload is decrypted whole.
+///
+/// A STREAMING file's chunks are decoded on one thread per core (they decode independently,
+/// docs/ald.md §6); any other payload on the calling thread.
+///
+/// How the bytes are verified: a STREAMING file is read the lazy way of docs/envelope.md §4.1,
+/// which covers every byte the table is made of with one pass: the header and indexes by their
+/// CRC-32C, each chunk by its own CRC-32C just before it is decoded, while it is still in the
+/// processor's cache. A file with frames after the payload (signature, license), which the lazy
+/// checks do not cover, has its whole-file CRC32 checked first, as does any other file.
 ///
 /// # Errors
 /// `Io`, then as [`crate::load_from_bytes_with`].
 pub fn load(path: impl AsRef<Path>, options: &LoadOptions<'_>) -> Result<Loaded> {
-    let path = path.as_ref();
-    if !stored_plain(path) {
-        let map = MappedFile::open(path)?;
+    let map = MappedFile::open(path)?;
+    if !plain_streaming(&map) {
         return crate::load::load_from_bytes_with(&map, options);
     }
-    let envelope = envelope_core::fs::load(path, Format::Dataset)?;
-    let mut opened = Opened::verify(envelope, options)?;
-    let (dataset_type, license) = (opened.dataset_type, opened.license.take());
-    let metadata = std::mem::take(&mut opened.metadata);
-    #[cfg(feature = "format-signing")]
-    let signer = opened.signer;
-    Ok(Loaded {
-        dataset: opened.into_dataset(options)?,
-        dataset_type,
-        metadata,
-        license,
-        #[cfg(feature = "format-signing")]
-        signer,
-    })
-}
-
-/// Whether the header at the start of `path` says the payload is stored as is (uncompressed,
-/// unencrypted). Only a routing hint: the chosen path verifies everything itself.
-fn stored_plain(path: &Path) -> bool {
-    let mut header = [0u8; HEADER_LEN];
-    let read = File::open(path).and_then(|mut file| file.read_exact(&mut header));
-    read.is_ok()
-        && envelope_core::Header::parse(&header).is_ok_and(|header| {
-            header.compression() == envelope_core::Compression::None
-                && !header.flags().contains(envelope_core::Flags::ENCRYPTED)
-        })
-}
-
-impl Opened<Vec<u8>> {
-    /// As [`Opened::read_dataset`] for an uncompressed, unencrypted payload, decoded in place:
-    /// the file's buffer becomes the arrays' buffer.
-    fn into_dataset(self, options: &LoadOptions<'_>) -> Result<ArrowDataset> {
-        let header = self.envelope.header();
-        let plain =
-            header.compression() == envelope_core::Compression::None && !self.is_encrypted();
-        let Some(payload) = self
-            .envelope
-            .layout()
-            .span(envelope_core::Section::Payload)
-            .filter(|_| plain)
-        else {
-            return self.read_dataset(options);
-        };
-        let (start, len) = (to_usize(payload.offset)?, to_usize(payload.len)?);
-        let num_rows = header.num_rows();
-        let schema_section = self.envelope.schema().to_vec();
-        let schema = Arc::clone(&self.schema);
-        let verified = self.envelope.is_fully_verified();
-        let file = arrow_buffer::Buffer::from_vec(self.envelope.into_inner());
-        if let Some(arrays) = &self.arrays {
-            // TRUENO_NATIVE (000 §10): the payload is aligned arrays, not Arrow IPC; the columns
-            // become slices of the file's buffer.
-            let payload = crate::aligned::ArrayBytes::Owned(file.slice_with_length(start, len));
-            let batch =
-                crate::aligned::decode_arrays(arrays, &schema, num_rows, &payload, verified)?;
-            return ArrowDataset::new(schema, vec![batch]);
-        }
-        let batches = ipc::decode_batches(&schema_section, file.slice_with_length(start, len))?;
-        crate::load::check_rows(&batches, num_rows)?;
-        ArrowDataset::new(schema, batches)
+    let envelope = envelope_core::Envelope::parse_lazy(&*map, Format::Dataset)?;
+    let layout = envelope.layout();
+    let has_trailing_frames = layout.span(envelope_core::Section::License).is_some()
+        || layout.span(envelope_core::Section::Signature).is_some();
+    if !envelope.is_fully_verified() && has_trailing_frames {
+        // The lazy checks do not reach past the payload (a signature policy would, but the
+        // policy may accept an unsigned file).
+        envelope.verify_checksum()?;
     }
+    let opened = crate::load::Opened::verify(envelope, options)?;
+    let batches = decode_chunks(opened.envelope())?;
+    crate::load::check_rows(&batches, opened.num_rows())?;
+    let dataset = ArrowDataset::new(Arc::clone(opened.schema()), batches)?;
+    Ok(opened.into_loaded_with(dataset))
+}
+
+/// Below this many decoded bytes a STREAMING file is decoded on the calling thread alone:
+/// starting threads would cost more than they save.
+const PARALLEL_MIN_BYTES: u64 = 16 << 20;
+
+/// The record batches of every chunk of a STREAMING file, in order. Each chunk decodes alone
+/// (docs/ald.md §6), so the chunks are split into one contiguous run per available core and
+/// decoded (checked, decompressed, copied into their own buffers) on that many threads. The first
+/// failure in chunk order is the one reported.
+fn decode_chunks(envelope: &envelope_core::Envelope<&[u8]>) -> Result<Vec<RecordBatch>> {
+    let Some(index) = envelope.chunk_index() else {
+        return ipc::decode_from_reader(envelope.schema(), envelope.payload_reader()?);
+    };
+    let chunks = index.len();
+    let decoded: u64 = index.entries().iter().fold(0u64, |sum, entry| {
+        sum.saturating_add(entry.uncompressed_size)
+    });
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let workers = if decoded < PARALLEL_MIN_BYTES {
+        1
+    } else {
+        cores.min(chunks).max(1)
+    };
+    let schema = envelope.schema();
+    let decode_run = |run: core::ops::Range<usize>| -> Result<Vec<RecordBatch>> {
+        let mut batches = Vec::with_capacity(run.len());
+        for chunk in run {
+            batches.extend(ipc::decode_from_reader(
+                schema,
+                envelope.chunk_reader(chunk)?,
+            )?);
+        }
+        Ok(batches)
+    };
+    if workers == 1 {
+        return decode_run(0..chunks);
+    }
+    let per_worker = chunks.div_ceil(workers);
+    let runs: Vec<Result<Vec<RecordBatch>>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..workers)
+            .map(|worker| {
+                let run = worker * per_worker..((worker + 1) * per_worker).min(chunks);
+                scope.spawn(move || decode_run(run))
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|thread| {
+                thread.join().unwrap_or(Err(Error::InvalidArgument(
+                    "a thread decoding chunks stopped unexpectedly",
+                )))
+            })
+            .collect()
+    });
+    let mut batches = Vec::with_capacity(chunks);
+    for run in runs {
+        batches.extend(run?);
+    }
+    Ok(batches)
+}
+
+/// Whether the header says STREAMING and neither ENCRYPTED nor TRUENO_NATIVE: the files
+/// [`load`] reads the lazy way. Only a routing hint: both ways verify the header themselves.
+fn plain_streaming(bytes: &[u8]) -> bool {
+    bytes
+        .first_chunk::<HEADER_LEN>()
+        .and_then(|head| envelope_core::Header::parse(head).ok())
+        .is_some_and(|header| {
+            let flags = header.flags();
+            flags.contains(envelope_core::Flags::STREAMING)
+                && !flags.contains(envelope_core::Flags::ENCRYPTED)
+                && !flags.contains(envelope_core::Flags::TRUENO_NATIVE)
+        })
 }
 
 /// A shared memory map, the storage of a [`StreamingDataset`] opened from a path.

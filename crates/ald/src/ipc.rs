@@ -12,6 +12,8 @@ use arrow_buffer::Buffer;
 use arrow_ipc::reader::StreamDecoder;
 use arrow_ipc::writer::StreamEncoder;
 use arrow_schema::{ArrowError, Schema, SchemaRef};
+
+use envelope_core::compression::PayloadReader;
 use envelope_core::{Error, FormatError, Result, Section};
 
 /// The IPC end-of-stream marker: continuation token then a zero length.
@@ -152,30 +154,162 @@ pub fn encode_chunk(schema: &SchemaRef, rows: &[RecordBatch], out: &mut Vec<u8>)
 pub fn decode_batches(schema_section: &[u8], payload: Buffer) -> Result<Vec<RecordBatch>> {
     let mut decoder = decoder_after_schema(schema_section)?;
     let mut payload = payload;
-    let bad = |_: ArrowError| {
-        malformed(
-            Section::Payload,
-            "not Arrow IPC record batches of the schema section's schema",
-        )
-    };
     let mut batches = Vec::new();
     while !payload.is_empty() {
-        if let Some(batch) = decoder.decode(&mut payload).map_err(bad)? {
-            batches.push(batch);
+        decode_message(&mut decoder, &mut payload, &mut batches)?;
+    }
+    end_of_stream(decoder, batches)
+}
+
+/// Decodes the payload read from `reader` into record batches, reading each Arrow IPC message
+/// into a buffer of its own (which its arrays then use without a copy). Decoding message by
+/// message, rather than the whole payload from one buffer, keeps the allocations batch-sized: the
+/// allocator recycles them across loads, where one payload-sized buffer would be fresh memory
+/// from the operating system every time (for a large table, the larger cost than the copy).
+///
+/// # Errors
+/// `InvalidFormat`: as [`decode_batches`], a message running past the payload or without its
+/// continuation marker, an end-of-stream marker inside the payload, or a corrupt compressed stream.
+pub fn decode_from_reader(
+    schema_section: &[u8],
+    mut reader: PayloadReader<'_>,
+) -> Result<Vec<RecordBatch>> {
+    let mut decoder = decoder_after_schema(schema_section)?;
+    let mut batches = Vec::new();
+    while reader.remaining() > 0 {
+        let mut message = Buffer::from_vec(read_message(&mut reader)?);
+        while !message.is_empty() {
+            decode_message(&mut decoder, &mut message, &mut batches)?;
         }
     }
-    // The payload must end on a message boundary: the end-of-stream marker is then read as
-    // exactly that. Were the payload cut short, the marker would complete (or extend) its last
-    // message instead.
+    reader.finish()?;
+    end_of_stream(decoder, batches)
+}
+
+fn not_record_batches(_: ArrowError) -> Error {
+    malformed(
+        Section::Payload,
+        "not Arrow IPC record batches of the schema section's schema",
+    )
+}
+
+/// Feeds `bytes` to `decoder` once, keeping any batch it completes. A message with an empty body
+/// (a zero-row batch) completes only when the next bytes arrive, so one call may return that
+/// batch and leave the new bytes unread: callers loop until `bytes` is empty.
+fn decode_message(
+    decoder: &mut StreamDecoder,
+    bytes: &mut Buffer,
+    batches: &mut Vec<RecordBatch>,
+) -> Result<()> {
+    let before = bytes.len();
+    match decoder.decode(bytes).map_err(not_record_batches)? {
+        Some(batch) => batches.push(batch),
+        None if bytes.len() == before => {
+            return Err(malformed(
+                Section::Payload,
+                "an Arrow IPC message the decoder cannot read",
+            ));
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+/// Ends the stream with the end-of-stream marker. The payload must end on a message boundary: the
+/// marker then completes any zero-row batch still waiting for bytes and is read as exactly a
+/// marker. Were the payload cut short, the marker would complete (or extend) its last message
+/// instead.
+fn end_of_stream(
+    mut decoder: StreamDecoder,
+    mut batches: Vec<RecordBatch>,
+) -> Result<Vec<RecordBatch>> {
+    let cut_short = || malformed(Section::Payload, "the Arrow IPC messages are cut short");
     let mut end = Buffer::from(END_OF_STREAM.as_slice());
-    let ended = decoder.decode(&mut end).map_err(bad)?.is_none() && end.is_empty();
-    if !ended || decoder.finish().is_err() {
-        return Err(malformed(
-            Section::Payload,
-            "the Arrow IPC messages are cut short",
-        ));
+    if let Some(batch) = decoder.decode(&mut end).map_err(not_record_batches)? {
+        // A waiting zero-row batch completes without taking a byte of the marker; a batch that
+        // took some was missing them.
+        if end.len() != END_OF_STREAM.len() {
+            return Err(cut_short());
+        }
+        batches.push(batch);
+        if decoder
+            .decode(&mut end)
+            .map_err(not_record_batches)?
+            .is_some()
+        {
+            return Err(cut_short());
+        }
+    }
+    if !end.is_empty() || decoder.finish().is_err() {
+        return Err(cut_short());
     }
     Ok(batches)
+}
+
+/// The most a message buffer reserves before its bytes arrive: a compressed payload's declared
+/// size is not bounded by the file's length, so larger messages grow as they are read.
+const MAX_UPFRONT_RESERVATION: u64 = 64 << 20;
+
+/// Reads one encapsulated message (continuation marker, metadata length, metadata, body).
+fn read_message(reader: &mut PayloadReader<'_>) -> Result<Vec<u8>> {
+    let past_end = || {
+        malformed(
+            Section::Payload,
+            "an Arrow IPC message runs past the end of the payload",
+        )
+    };
+    const PREFIX_LEN: usize = 8;
+    if reader.remaining() < PREFIX_LEN as u64 {
+        return Err(past_end());
+    }
+    let mut message = Vec::with_capacity(1024);
+    reader.append_to(PREFIX_LEN as u64, &mut message)?;
+    let (marker, length) = message.split_at(4);
+    if marker != CONTINUATION {
+        return Err(malformed(
+            Section::Payload,
+            "an Arrow IPC message without its ff ff ff ff continuation marker",
+        ));
+    }
+    let metadata_len = u64::from(u32::from_le_bytes(
+        length.try_into().map_err(|_| past_end())?,
+    ));
+    if metadata_len == 0 {
+        return Err(malformed(
+            Section::Payload,
+            "an end-of-stream marker inside the payload",
+        ));
+    }
+    if metadata_len > reader.remaining() {
+        return Err(past_end());
+    }
+    reserve(&mut message, metadata_len);
+    reader.append_to(metadata_len, &mut message)?;
+    let body_len = arrow_ipc::root_as_message(&message[PREFIX_LEN..])
+        .map_err(|_| {
+            malformed(
+                Section::Payload,
+                "an Arrow IPC message whose metadata is not a Message flatbuffer",
+            )
+        })?
+        .bodyLength();
+    let body_len = u64::try_from(body_len).map_err(|_| {
+        malformed(
+            Section::Payload,
+            "an Arrow IPC message with a negative body length",
+        )
+    })?;
+    if body_len > reader.remaining() {
+        return Err(past_end());
+    }
+    reserve(&mut message, body_len);
+    reader.append_to(body_len, &mut message)?;
+    Ok(message)
+}
+
+fn reserve(buffer: &mut Vec<u8>, additional: u64) {
+    let upfront = additional.min(MAX_UPFRONT_RESERVATION);
+    buffer.reserve_exact(usize::try_from(upfront).unwrap_or(0));
 }
 
 /// The full Arrow IPC stream of a dataset, as `pyarrow.ipc.open_stream` reads it.

@@ -175,8 +175,11 @@ impl<B: AsRef<[u8]>> Opened<B> {
             let batch = self.read_arrays(options)?;
             return ArrowDataset::new(self.schema.clone(), vec![batch]);
         }
-        let payload = self.decoded_payload(options)?;
-        let batches = ipc::decode_batches(self.envelope.schema(), payload)?;
+        let batches = if self.is_encrypted() {
+            ipc::decode_batches(self.envelope.schema(), self.decoded_payload(options)?)?
+        } else {
+            ipc::decode_from_reader(self.envelope.schema(), self.envelope.payload_reader()?)?
+        };
         check_rows(&batches, self.num_rows())?;
         ArrowDataset::new(self.schema.clone(), batches)
     }
@@ -273,16 +276,27 @@ pub fn load_from_bytes(bytes: &[u8]) -> Result<ArrowDataset> {
 /// # Errors
 /// The first failed check, in the order of this module's documentation.
 pub fn load_from_bytes_with(bytes: &[u8], options: &LoadOptions<'_>) -> Result<Loaded> {
-    let opened = Opened::open(bytes, options)?;
-    let dataset = opened.read_dataset(options)?;
-    Ok(Loaded {
-        dataset,
-        dataset_type: opened.dataset_type,
-        metadata: opened.metadata,
-        license: opened.license,
-        #[cfg(feature = "format-signing")]
-        signer: opened.signer,
-    })
+    Opened::open(bytes, options)?.into_loaded(options)
+}
+
+impl<B: AsRef<[u8]>> Opened<B> {
+    /// Reads the table and returns it with everything else the file said.
+    pub(crate) fn into_loaded(self, options: &LoadOptions<'_>) -> Result<Loaded> {
+        let dataset = self.read_dataset(options)?;
+        Ok(self.into_loaded_with(dataset))
+    }
+
+    /// `dataset`, read from this file, with everything else the file said.
+    pub(crate) fn into_loaded_with(self, dataset: ArrowDataset) -> Loaded {
+        Loaded {
+            dataset,
+            dataset_type: self.dataset_type,
+            metadata: self.metadata,
+            license: self.license,
+            #[cfg(feature = "format-signing")]
+            signer: self.signer,
+        }
+    }
 }
 
 /// Reads only the schema section of a verified file (no payload byte is decoded).

@@ -184,14 +184,26 @@ fn a_whole_file_opens_as_one_chunk() {
 
 #[test]
 fn empty_tables_round_trip() {
-    let empty = ArrowDataset::new(schema(), vec![]).unwrap();
-    for chunk_rows in [None, Some(10)] {
-        let bytes = empty
-            .to_bytes(&options(Compression::ZstdL3, chunk_rows))
-            .unwrap();
-        let loaded = ald::load_from_bytes(&bytes).unwrap();
-        assert_eq!(loaded.num_rows(), 0);
-        assert_eq!(**loaded.schema(), *schema());
+    let no_batch = ArrowDataset::new(schema(), vec![]).unwrap();
+    // A batch of zero rows has an empty body, which Arrow's decoder completes only when more bytes
+    // arrive: alone, first, between others and last.
+    let zero = table(0, 0);
+    let zero_rows = ArrowDataset::new(schema(), vec![zero.clone()]).unwrap();
+    let between = ArrowDataset::new(
+        schema(),
+        vec![zero.clone(), table(0, 3), zero.clone(), table(3, 2), zero],
+    )
+    .unwrap();
+    for dataset in [&no_batch, &zero_rows, &between] {
+        for chunk_rows in [None, Some(10)] {
+            for compression in [Compression::None, Compression::ZstdL3] {
+                let bytes = dataset.to_bytes(&options(compression, chunk_rows)).unwrap();
+                let loaded = ald::load_from_bytes(&bytes).unwrap();
+                assert_eq!(loaded.num_rows(), dataset.num_rows());
+                assert_eq!(**loaded.schema(), *schema());
+                assert_eq!(rows(&loaded), rows(dataset));
+            }
+        }
     }
 }
 
@@ -506,6 +518,48 @@ fn a_payload_that_disagrees_with_num_rows_is_invalid_format() {
     assert_eq!(signal(ald::load_from_bytes(&bytes)), Signal::InvalidFormat);
 }
 
+/// Payloads that pass the checksum (rewritten with it) but break a rule of docs/ald.md §5: each
+/// is refused with `InvalidFormat` naming the rule, stored and compressed alike.
+#[test]
+fn malformed_payload_messages_are_refused_by_name() {
+    let good = dataset(5).to_parts(&SaveOptions::default()).unwrap();
+    let payload = match &good.payload {
+        envelope_core::Payload::Whole { stored, .. } => stored.to_vec(),
+        envelope_core::Payload::Chunked { .. } => unreachable!("saved whole"),
+    };
+    let with = |tail: &[u8]| [payload.as_slice(), tail].concat();
+    let mut not_a_flatbuffer = vec![0xFF, 0xFF, 0xFF, 0xFF, 8, 0, 0, 0];
+    not_a_flatbuffer.extend_from_slice(&[0xEE; 8]);
+    let cases: [(&str, Vec<u8>); 5] = [
+        ("continuation marker", with(&[1, 2, 3, 4, 5, 6, 7, 8])),
+        (
+            "end-of-stream marker inside",
+            with(&[0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0]),
+        ),
+        ("runs past the end", payload[..payload.len() - 10].to_vec()),
+        ("runs past the end", with(&[0xFF, 0xFF])),
+        ("not a Message flatbuffer", with(&not_a_flatbuffer)),
+    ];
+    for compression in [Compression::None, Compression::ZstdL3, Compression::Lz4] {
+        for (rule, bad) in &cases {
+            let mut parts = good.clone();
+            parts.compression = compression;
+            parts.payload = envelope_core::Payload::compressed(compression, bad).unwrap();
+            let bytes = parts.to_bytes().unwrap();
+            let error = ald::load_from_bytes(&bytes).unwrap_err();
+            assert_eq!(
+                error.signal(),
+                Signal::InvalidFormat,
+                "{compression} {rule}: {error}"
+            );
+            assert!(
+                error.to_string().contains(rule),
+                "{compression} {rule}: {error}"
+            );
+        }
+    }
+}
+
 #[test]
 fn every_single_byte_corruption_is_refused() {
     for chunk_rows in [None, Some(3)] {
@@ -623,6 +677,53 @@ fn files_save_load_and_stream_from_disk() {
     assert_eq!((info.num_rows, info.num_chunks), (1000, 10));
     assert_eq!(info.dataset_type, "TIME_SERIES");
     assert_eq!(info.columns[0], "id: Int64 not null");
+}
+
+/// `ald::fs::load` decodes a large STREAMING file's chunks on several threads: same table as the
+/// in-memory loader, and a damaged chunk (checked lazily, by its CRC-32C) is still refused.
+#[test]
+fn large_streaming_files_load_in_parallel_with_the_same_verdicts() {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("x", DataType::Float64, false),
+    ]));
+    let count = 1_200_000i64; // 19 MB decoded: past the threshold for threads
+    let batch = RecordBatch::try_new(
+        Arc::clone(&schema),
+        vec![
+            Arc::new(Int64Array::from_iter_values(0..count)),
+            Arc::new(Float64Array::from_iter_values(
+                (0..count).map(|i| i as f64 * 0.25),
+            )),
+        ],
+    )
+    .unwrap();
+    let data = ArrowDataset::new(schema, vec![batch.clone()]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for compression in [Compression::None, Compression::Lz4] {
+        let path = dir.path().join(format!("large-{compression}.ald"));
+        ald::fs::save(&path, &data, &options(compression, Some(100_000))).unwrap();
+        let loaded = ald::fs::load(&path, &LoadOptions::default()).unwrap();
+        assert_eq!(loaded.dataset.batches().len(), 12);
+        assert_eq!(rows(&loaded.dataset), batch);
+
+        let mut bytes = std::fs::read(&path).unwrap();
+        let envelope = Envelope::parse(&bytes[..], Format::Dataset).unwrap();
+        let payload = envelope
+            .layout()
+            .span(envelope_core::Section::Payload)
+            .unwrap();
+        let seventh = envelope.chunk_index().unwrap().entries()[7];
+        let at = (payload.offset + seventh.stored_offset + seventh.stored_size / 2) as usize;
+        bytes[at] ^= 0x10;
+        std::fs::write(&path, &bytes).unwrap();
+        let error = ald::fs::load(&path, &LoadOptions::default()).unwrap_err();
+        assert_eq!(
+            error.signal(),
+            Signal::ChecksumMismatch,
+            "{compression}: {error}"
+        );
+    }
 }
 
 #[test]

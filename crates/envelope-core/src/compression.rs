@@ -12,7 +12,6 @@
 //! the id records the level the writer asked for, and readers accept any valid frame.
 
 use std::borrow::Cow;
-#[cfg(feature = "format-compression")]
 use std::io::Read;
 
 #[cfg(feature = "format-compression")]
@@ -28,7 +27,6 @@ pub const ZSTD_ARCHIVAL_LEVEL: i32 = 19;
 /// never uses more than 8 MiB at level 19 for one frame written by this crate.
 pub const ZSTD_MAX_WINDOW_LOG: u32 = 27;
 
-#[cfg(feature = "format-compression")]
 /// The first allocation for decompressed output is at most this many times the compressed size
 /// (and never more than the declared size); beyond it the buffer grows as bytes arrive.
 const INITIAL_EXPANSION: usize = 16;
@@ -64,34 +62,345 @@ pub fn decompress(
     declared_len: u64,
     section: Section,
 ) -> Result<Cow<'_, [u8]>> {
-    match compression {
-        Compression::None => {
-            if data.len() as u64 != declared_len {
-                return Err(crate::FormatError::SizeMismatch {
-                    what: "uncompressed section length",
-                    declared: declared_len,
-                    found: data.len() as u64,
+    let mut reader = DecodedReader::new(compression, data, declared_len, section)?;
+    if compression == Compression::None {
+        return Ok(Cow::Borrowed(data));
+    }
+    let initial = data
+        .len()
+        .saturating_mul(INITIAL_EXPANSION)
+        .saturating_add(4096);
+    let capacity = usize::try_from(declared_len).map_or(initial, |declared| declared.min(initial));
+    let mut out = Vec::with_capacity(capacity);
+    reader.read_to_end(&mut out).map_err(Error::from_reader)?;
+    reader.finish()?;
+    Ok(Cow::Owned(out))
+}
+
+/// The decoded bytes of one compressed (or stored) section, read incrementally: the caller chooses
+/// where they go, so a payload can be decoded into many right-sized buffers instead of one buffer
+/// as large as the whole payload.
+///
+/// The reader yields at most the declared size and fails (with the typed error wrapped in the
+/// `io::Error`; [`Error::from_reader`] recovers it) if the stream is corrupt or ends early.
+/// [`DecodedReader::finish`] then checks that the stream holds nothing beyond the declared size.
+/// Reading a stream that declares more than it holds allocates nothing: bytes come only as the
+/// stream produces them.
+pub struct DecodedReader<'a> {
+    source: Source<'a>,
+    compression: Compression,
+    section: Section,
+    declared: u64,
+    produced: u64,
+}
+
+enum Source<'a> {
+    Stored(&'a [u8]),
+    #[cfg(feature = "format-compression")]
+    Zstd(backend::ZstdReader<'a>),
+    #[cfg(feature = "format-compression")]
+    Lz4(lz4_flex::frame::FrameDecoder<&'a [u8]>),
+}
+
+impl core::fmt::Debug for DecodedReader<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("DecodedReader")
+            .field("compression", &self.compression)
+            .field("section", &self.section)
+            .field("declared", &self.declared)
+            .field("produced", &self.produced)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> DecodedReader<'a> {
+    /// A reader of `data` decompressed with `compression`, which must decode to exactly
+    /// `declared_len` bytes.
+    ///
+    /// # Errors
+    /// `InvalidFormat` for stored bytes of another length than declared, or a zstd payload that
+    /// is not exactly one frame; `Usage` if the build lacks the `format-compression` feature.
+    pub fn new(
+        compression: Compression,
+        data: &'a [u8],
+        declared_len: u64,
+        section: Section,
+    ) -> Result<Self> {
+        let source = match compression {
+            Compression::None => {
+                if data.len() as u64 != declared_len {
+                    return Err(crate::FormatError::SizeMismatch {
+                        what: "uncompressed section length",
+                        declared: declared_len,
+                        found: data.len() as u64,
+                    }
+                    .into());
                 }
-                .into());
+                Source::Stored(data)
             }
-            Ok(Cow::Borrowed(data))
+            #[cfg(feature = "format-compression")]
+            Compression::ZstdL3 | Compression::ZstdL19 => Source::Zstd(
+                backend::zstd_reader(data)
+                    .map_err(|failure| decompression_error(section, compression, failure))?,
+            ),
+            #[cfg(feature = "format-compression")]
+            Compression::Lz4 => Source::Lz4(lz4_flex::frame::FrameDecoder::new(data)),
+            #[cfg(not(feature = "format-compression"))]
+            _ => return Err(disabled()),
+        };
+        Ok(Self {
+            source,
+            compression,
+            section,
+            declared: declared_len,
+            produced: 0,
+        })
+    }
+
+    /// Decoded bytes still to come, by the declared size.
+    #[must_use]
+    pub fn remaining(&self) -> u64 {
+        self.declared - self.produced
+    }
+
+    /// Appends the next `len` decoded bytes to `out` (fewer if fewer remain by the declared size;
+    /// returns how many). Stored bytes are copied straight from the input, which `Read` cannot
+    /// do without first zeroing `out`'s spare room.
+    ///
+    /// # Errors
+    /// As reading: `InvalidFormat` for a corrupt stream or one that ends early.
+    pub fn append_to(&mut self, len: u64, out: &mut Vec<u8>) -> Result<u64> {
+        let len = len.min(self.remaining());
+        if let Source::Stored(stored) = &mut self.source {
+            let (taken, rest) = stored.split_at(usize::try_from(len).unwrap_or(stored.len()));
+            out.extend_from_slice(taken);
+            *stored = rest;
+            self.produced += taken.len() as u64;
+            return Ok(taken.len() as u64);
         }
-        #[cfg(feature = "format-compression")]
-        Compression::ZstdL3 | Compression::ZstdL19 => backend::zstd_decompress(data, declared_len)
-            .map_err(|failure| decompression_error(section, compression, failure))
-            .map(Cow::Owned),
-        #[cfg(feature = "format-compression")]
-        Compression::Lz4 => {
-            let decoder = lz4_flex::frame::FrameDecoder::new(data);
-            read_bounded(decoder, data.len(), declared_len)
-                .map_err(|failure| decompression_error(section, compression, failure))
-                .map(Cow::Owned)
+        let before = out.len();
+        Read::take(&mut *self, len)
+            .read_to_end(out)
+            .map_err(Error::from_reader)?;
+        Ok((out.len() - before) as u64)
+    }
+
+    /// Checks, once every declared byte has been read, that the stream ends there.
+    ///
+    /// # Errors
+    /// `InvalidFormat`: `SizeMismatch` if declared bytes were left unread; `Decompression` with
+    /// `TooLarge` if the stream holds more, `TrailingData` for bytes after the zstd frame,
+    /// `Corrupt` for a stream that fails past the declared end.
+    pub fn finish(self) -> Result<()> {
+        if self.remaining() != 0 {
+            return Err(crate::FormatError::SizeMismatch {
+                what: "decoded bytes read against the section's declared size",
+                declared: self.declared,
+                found: self.produced,
+            }
+            .into());
         }
-        #[cfg(not(feature = "format-compression"))]
-        _ => {
-            let _ = section;
-            Err(disabled())
+        match self.source {
+            Source::Stored(_) => Ok(()),
+            #[cfg(feature = "format-compression")]
+            _ => self.finish_stream(),
         }
+    }
+
+    #[cfg(feature = "format-compression")]
+    fn finish_stream(mut self) -> Result<()> {
+        let mut probe = [0u8; 1];
+        let extra = match &mut self.source {
+            Source::Stored(_) => Ok(0),
+            Source::Zstd(decoder) => decoder.read(&mut probe),
+            Source::Lz4(decoder) => decoder.read(&mut probe),
+        };
+        let failure = match extra {
+            Ok(0) => match &self.source {
+                Source::Zstd(decoder) => backend::zstd_trailing(decoder).err(),
+                _ => None,
+            },
+            Ok(_) => Some(DecompressionFailure::TooLarge {
+                declared: self.declared,
+            }),
+            Err(_) => Some(DecompressionFailure::Corrupt),
+        };
+        failure.map_or(Ok(()), |failure| {
+            Err(decompression_error(self.section, self.compression, failure))
+        })
+    }
+
+    #[cfg(feature = "format-compression")]
+    fn failed(&self, failure: DecompressionFailure) -> std::io::Error {
+        std::io::Error::other(decompression_error(self.section, self.compression, failure))
+    }
+}
+
+impl Read for DecodedReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let limit = usize::try_from(self.remaining()).map_or(buf.len(), |left| left.min(buf.len()));
+        if limit == 0 {
+            return Ok(0);
+        }
+        let buf = &mut buf[..limit];
+        let read = match &mut self.source {
+            Source::Stored(stored) => stored.read(buf),
+            #[cfg(feature = "format-compression")]
+            Source::Zstd(decoder) => decoder.read(buf),
+            #[cfg(feature = "format-compression")]
+            Source::Lz4(decoder) => decoder.read(buf),
+        };
+        let read = match read {
+            Ok(read) => read,
+            #[cfg(feature = "format-compression")]
+            Err(_) => return Err(self.failed(DecompressionFailure::Corrupt)),
+            #[cfg(not(feature = "format-compression"))]
+            Err(error) => return Err(error),
+        };
+        if read == 0 {
+            // The stream ended before the declared size. (Stored bytes never do: their length
+            // was checked.)
+            #[cfg(feature = "format-compression")]
+            return Err(self.failed(DecompressionFailure::TooSmall {
+                declared: self.declared,
+                actual: self.produced,
+            }));
+        }
+        self.produced += read as u64;
+        Ok(read)
+    }
+}
+
+/// A payload's decoded bytes, read across its STREAMING chunks in order
+/// ([`crate::Envelope::payload_reader`]); each chunk is checked (if it carries a CRC-32C to check)
+/// and decompressed on its own, as it is reached.
+#[derive(Debug)]
+pub struct PayloadReader<'a> {
+    compression: Compression,
+    /// The parts not yet started, last part first.
+    parts: Vec<PayloadPart<'a>>,
+    current: Option<DecodedReader<'a>>,
+    remaining: u64,
+}
+
+/// One part of a payload: a whole payload, or one chunk.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PayloadPart<'a> {
+    /// The bytes as stored.
+    pub(crate) stored: &'a [u8],
+    /// The declared decoded size.
+    pub(crate) declared: u64,
+    /// The CRC-32C the stored bytes must have, when not already verified.
+    pub(crate) crc32c: Option<u32>,
+}
+
+impl<'a> PayloadReader<'a> {
+    /// A reader of `parts`, in order.
+    pub(crate) fn new(compression: Compression, mut parts: Vec<PayloadPart<'a>>) -> Result<Self> {
+        let mut remaining = 0u64;
+        for part in &parts {
+            remaining =
+                remaining
+                    .checked_add(part.declared)
+                    .ok_or(crate::FormatError::Inconsistent {
+                        reason: "the chunks' decoded sizes add up to more than 2^64 bytes",
+                    })?;
+        }
+        parts.reverse();
+        Ok(Self {
+            compression,
+            parts,
+            current: None,
+            remaining,
+        })
+    }
+
+    /// Decoded bytes still to come, by the declared sizes.
+    #[must_use]
+    pub fn remaining(&self) -> u64 {
+        self.remaining
+    }
+
+    /// Appends exactly `len` decoded bytes to `out`, across parts, copying stored bytes straight
+    /// from the input (see [`DecodedReader::append_to`]).
+    ///
+    /// # Errors
+    /// `InvalidFormat`: `SizeMismatch` if fewer than `len` bytes remain; as reading otherwise.
+    pub fn append_to(&mut self, len: u64, out: &mut Vec<u8>) -> Result<()> {
+        if len > self.remaining {
+            return Err(crate::FormatError::SizeMismatch {
+                what: "bytes asked of the decoded payload against what remains of it",
+                declared: self.remaining,
+                found: len,
+            }
+            .into());
+        }
+        let mut left = len;
+        while left > 0 {
+            let current = match &mut self.current {
+                Some(current) if current.remaining() > 0 => current,
+                _ => self.next_part()?,
+            };
+            let appended = current.append_to(left, out)?;
+            left -= appended;
+            self.remaining -= appended;
+        }
+        Ok(())
+    }
+
+    /// Finishes the current part and starts the next, checking its CRC-32C first.
+    fn next_part(&mut self) -> Result<&mut DecodedReader<'a>> {
+        if let Some(done) = self.current.take() {
+            done.finish()?;
+        }
+        let part = self.parts.pop().ok_or(crate::FormatError::Inconsistent {
+            reason: "the payload's parts end before their declared sizes",
+        })?;
+        if let Some(stored) = part.crc32c {
+            let computed = crc32c::crc32c(part.stored);
+            if computed != stored {
+                return Err(Error::ChecksumMismatch { stored, computed });
+            }
+        }
+        Ok(self.current.insert(DecodedReader::new(
+            self.compression,
+            part.stored,
+            part.declared,
+            Section::Payload,
+        )?))
+    }
+
+    /// Checks, once every declared byte has been read, that every part ends there (as
+    /// [`DecodedReader::finish`], part by part).
+    ///
+    /// # Errors
+    /// As [`DecodedReader::finish`].
+    pub fn finish(mut self) -> Result<()> {
+        while !self.parts.is_empty() {
+            self.next_part()?;
+        }
+        self.current.take().map_or(Ok(()), DecodedReader::finish)
+    }
+}
+
+impl Read for PayloadReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        while self.remaining > 0 {
+            let current = match &mut self.current {
+                Some(current) if current.remaining() > 0 => current,
+                // Parts that decode to nothing are passed over (and checked) here.
+                _ => self.next_part().map_err(std::io::Error::other)?,
+            };
+            let read = current.read(buf)?;
+            if read > 0 {
+                self.remaining -= read as u64;
+                return Ok(read);
+            }
+        }
+        Ok(0)
     }
 }
 
@@ -117,39 +426,6 @@ fn decompression_error(
     .into()
 }
 
-/// Reads `decoder` to its end, refusing more than `declared_len` bytes and anything but exactly
-/// `declared_len`.
-#[cfg(feature = "format-compression")]
-fn read_bounded(
-    decoder: impl Read,
-    compressed_len: usize,
-    declared_len: u64,
-) -> Result<Vec<u8>, DecompressionFailure> {
-    let initial = compressed_len
-        .saturating_mul(INITIAL_EXPANSION)
-        .saturating_add(4096);
-    let capacity = usize::try_from(declared_len).map_or(initial, |declared| declared.min(initial));
-    let mut out = Vec::with_capacity(capacity);
-    // Ask for one byte more than declared: getting it proves the stream is too large.
-    decoder
-        .take(declared_len.saturating_add(1))
-        .read_to_end(&mut out)
-        .map_err(|_| DecompressionFailure::Corrupt)?;
-    let actual = out.len() as u64;
-    if actual > declared_len {
-        return Err(DecompressionFailure::TooLarge {
-            declared: declared_len,
-        });
-    }
-    if actual < declared_len {
-        return Err(DecompressionFailure::TooSmall {
-            declared: declared_len,
-            actual,
-        });
-    }
-    Ok(out)
-}
-
 #[cfg(feature = "format-compression")]
 fn lz4_compress(data: &[u8]) -> Result<Vec<u8>> {
     use std::io::Write;
@@ -169,18 +445,17 @@ fn lz4_compress(data: &[u8]) -> Result<Vec<u8>> {
 #[cfg(all(feature = "format-compression", not(target_arch = "wasm32")))]
 mod backend {
     //! zstd through libzstd.
-    use super::{DecompressionFailure, read_bounded};
+    use super::DecompressionFailure;
     use crate::error::Result;
+
+    pub(super) type ZstdReader<'a> = zstd::stream::read::Decoder<'static, &'a [u8]>;
 
     pub(super) fn zstd_compress(data: &[u8], level: i32) -> Result<Vec<u8>> {
         // `bulk` writes a single frame that records its content size.
         Ok(zstd::bulk::compress(data, level)?)
     }
 
-    pub(super) fn zstd_decompress(
-        data: &[u8],
-        declared_len: u64,
-    ) -> Result<Vec<u8>, DecompressionFailure> {
+    pub(super) fn zstd_reader(data: &[u8]) -> Result<ZstdReader<'_>, DecompressionFailure> {
         // The format allows exactly one frame (ruzstd, the wasm32 decoder, reads only one).
         let frame_len = zstd::zstd_safe::find_frame_compressed_size(data)
             .map_err(|_| DecompressionFailure::Corrupt)?;
@@ -195,15 +470,27 @@ mod backend {
         decoder
             .window_log_max(super::ZSTD_MAX_WINDOW_LOG)
             .map_err(|_| DecompressionFailure::Corrupt)?;
-        read_bounded(decoder, data.len(), declared_len)
+        Ok(decoder)
+    }
+
+    /// Checked up front by [`zstd_reader`].
+    #[allow(
+        clippy::unnecessary_wraps,
+        reason = "the same signature as the wasm32 backend's"
+    )]
+    pub(super) fn zstd_trailing(_: &ZstdReader<'_>) -> Result<(), DecompressionFailure> {
+        Ok(())
     }
 }
 
 #[cfg(all(feature = "format-compression", target_arch = "wasm32"))]
 mod backend {
     //! zstd through the pure-Rust ruzstd (no C on wasm32).
-    use super::{DecompressionFailure, read_bounded};
+    use super::DecompressionFailure;
     use crate::error::Result;
+
+    pub(super) type ZstdReader<'a> =
+        ruzstd::decoding::StreamingDecoder<&'a [u8], ruzstd::decoding::FrameDecoder>;
 
     pub(super) fn zstd_compress(data: &[u8], _level: i32) -> Result<Vec<u8>> {
         // ruzstd implements only its fastest level; the frame is standard zstd all the same.
@@ -213,23 +500,22 @@ mod backend {
         ))
     }
 
-    pub(super) fn zstd_decompress(
-        data: &[u8],
-        declared_len: u64,
-    ) -> Result<Vec<u8>, DecompressionFailure> {
-        let mut rest = data;
+    pub(super) fn zstd_reader(data: &[u8]) -> Result<ZstdReader<'_>, DecompressionFailure> {
         let window = 1u64 << super::ZSTD_MAX_WINDOW_LOG;
-        let decoder =
-            ruzstd::decoding::StreamingDecoder::new_with_max_window_size(&mut rest, window)
-                .map_err(|_| DecompressionFailure::Corrupt)?;
-        let out = read_bounded(decoder, data.len(), declared_len)?;
-        // The decoder stops at the end of its frame: anything left over is a second frame or junk.
-        if !rest.is_empty() {
-            return Err(DecompressionFailure::TrailingData {
+        ruzstd::decoding::StreamingDecoder::new_with_max_window_size(data, window)
+            .map_err(|_| DecompressionFailure::Corrupt)
+    }
+
+    /// The decoder stops at the end of its frame: anything left over is a second frame or junk.
+    pub(super) fn zstd_trailing(decoder: &ZstdReader<'_>) -> Result<(), DecompressionFailure> {
+        let rest = decoder.get_ref();
+        if rest.is_empty() {
+            Ok(())
+        } else {
+            Err(DecompressionFailure::TrailingData {
                 extra: rest.len() as u64,
-            });
+            })
         }
-        Ok(out)
     }
 }
 
@@ -271,6 +557,133 @@ mod tests {
                 prop_assert_eq!(out.len() as u64, declared);
             }
         }
+    }
+
+    /// Reads `reader` in pieces of the given sizes (cycled), as a caller decoding message by
+    /// message does.
+    fn read_in_pieces(mut reader: impl Read, pieces: &[usize]) -> std::io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        for &piece in pieces.iter().cycle() {
+            let mut buf = vec![0u8; piece.max(1)];
+            let read = reader.read(&mut buf)?;
+            if read == 0 {
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf[..read]);
+        }
+        unreachable!("cycle is endless")
+    }
+
+    proptest! {
+        #[test]
+        fn the_reader_yields_what_decompress_does(
+            data in prop::collection::vec(any::<u8>(), 0..20_000),
+            pieces in prop::collection::vec(1usize..5000, 1..8),
+            compression in prop::sample::select(Compression::ALL.to_vec()),
+        ) {
+            let packed = compress(compression, &data).unwrap();
+            let mut reader =
+                DecodedReader::new(compression, &packed, data.len() as u64, Section::Payload).unwrap();
+            let out = read_in_pieces(&mut reader, &pieces).unwrap();
+            prop_assert_eq!(&out, &data);
+            prop_assert_eq!(reader.remaining(), 0);
+            reader.finish().unwrap();
+        }
+
+        #[test]
+        fn a_payload_reader_joins_its_parts(
+            parts in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..3000), 0..6),
+            pieces in prop::collection::vec(1usize..4000, 1..8),
+            compression in prop::sample::select(Compression::ALL.to_vec()),
+        ) {
+            let packed: Vec<Vec<u8>> =
+                parts.iter().map(|part| compress(compression, part).unwrap().into_owned()).collect();
+            let stored = packed
+                .iter()
+                .zip(&parts)
+                .map(|(p, part)| PayloadPart { stored: p, declared: part.len() as u64, crc32c: Some(crc32c::crc32c(p)) })
+                .collect();
+            let mut reader = PayloadReader::new(compression, stored).unwrap();
+            let total: usize = parts.iter().map(Vec::len).sum();
+            prop_assert_eq!(reader.remaining(), total as u64);
+            let out = read_in_pieces(&mut reader, &pieces).unwrap();
+            prop_assert_eq!(out, parts.concat());
+            reader.finish().unwrap();
+        }
+
+        #[test]
+        fn arbitrary_bytes_through_the_reader_never_panic(
+            data in prop::collection::vec(any::<u8>(), 0..512),
+            declared in 0u64..1 << 20,
+            compression in prop::sample::select(Compression::ALL.to_vec()),
+        ) {
+            if let Ok(mut reader) = DecodedReader::new(compression, &data, declared, Section::Payload)
+                && let Ok(out) = read_in_pieces(&mut reader, &[4096])
+            {
+                prop_assert_eq!(out.len() as u64, declared);
+                let _ = reader.finish();
+            }
+        }
+    }
+
+    fn failure_of(error: &Error) -> Option<&DecompressionFailure> {
+        match error {
+            Error::InvalidFormat(FormatError::Decompression { failure, .. }) => Some(failure),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn the_reader_refuses_bombs_short_streams_and_trailing_frames_with_typed_errors() {
+        let zeros = vec![0u8; 1 << 20];
+        for compression in [Compression::ZstdL3, Compression::Lz4] {
+            let packed = compress(compression, &zeros).unwrap();
+            // More than declared: every declared byte reads, then `finish` finds the rest.
+            let mut reader =
+                DecodedReader::new(compression, &packed, 1000, Section::Payload).unwrap();
+            assert_eq!(read_in_pieces(&mut reader, &[300]).unwrap().len(), 1000);
+            let error = reader.finish().unwrap_err();
+            assert_eq!(
+                failure_of(&error),
+                Some(&DecompressionFailure::TooLarge { declared: 1000 }),
+                "{compression}: {error}"
+            );
+            // Less than declared: the read fails, and the typed error comes back out.
+            let declared = (1 << 20) + 1;
+            let mut reader =
+                DecodedReader::new(compression, &packed, declared, Section::Payload).unwrap();
+            let error = Error::from_reader(read_in_pieces(&mut reader, &[65536]).unwrap_err());
+            assert_eq!(
+                failure_of(&error),
+                Some(&DecompressionFailure::TooSmall {
+                    declared,
+                    actual: 1 << 20
+                }),
+                "{compression}: {error}"
+            );
+        }
+        let mut two_frames = compress(Compression::ZstdL3, b"hello")
+            .unwrap()
+            .into_owned();
+        two_frames.extend_from_slice(&compress(Compression::ZstdL3, b"world").unwrap());
+        let error =
+            DecodedReader::new(Compression::ZstdL3, &two_frames, 10, Section::Payload).unwrap_err();
+        assert!(matches!(
+            failure_of(&error),
+            Some(DecompressionFailure::TrailingData { .. })
+        ));
+        // Stored bytes: the length is checked up front, and unread bytes are refused by `finish`.
+        assert!(DecodedReader::new(Compression::None, b"abc", 4, Section::Payload).is_err());
+        let reader = DecodedReader::new(Compression::None, b"abc", 3, Section::Payload).unwrap();
+        assert!(matches!(
+            reader.finish().unwrap_err(),
+            Error::InvalidFormat(FormatError::SizeMismatch { .. })
+        ));
+        // Other I/O errors stay I/O errors.
+        assert!(matches!(
+            Error::from_reader(std::io::Error::other("disk on fire")),
+            Error::Io(_)
+        ));
     }
 
     #[test]

@@ -456,6 +456,14 @@ impl Error {
         }
     }
 
+    /// The error behind an `io::Error` returned by one of this crate's readers (such as
+    /// [`crate::compression::DecodedReader`]), which carry their typed errors inside; any other
+    /// I/O error becomes `Io`.
+    #[must_use]
+    pub fn from_reader(error: std::io::Error) -> Self {
+        error.downcast::<Self>().unwrap_or_else(Self::Io)
+    }
+
     /// Shorthand for an [`FormatError::Truncated`] error.
     pub(crate) fn truncated(section: Section, offset: u64, needed: u64, available: u64) -> Self {
         FormatError::Truncated {
