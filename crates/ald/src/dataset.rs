@@ -157,7 +157,12 @@ impl ArrowDataset {
             .sum();
         let mut out = Vec::with_capacity(prefix_len + in_memory + CHECKSUM_LEN);
         out.resize(prefix_len, 0);
-        ipc::encode_batches(&self.schema, &self.batches, &mut out)?;
+        // The payload's CRC32 is computed batch by batch as it is written (cache-hot), then
+        // combined with the prefix's once the header is final.
+        let mut payload_crc = crc32fast::Hasher::new();
+        ipc::encode_batches_with(&self.schema, &self.batches, &mut out, |bytes| {
+            payload_crc.update(bytes);
+        })?;
         let payload_len = (out.len() - prefix_len) as u64;
         parts.payload = Payload::Whole {
             stored: Cow::Borrowed(&[]),
@@ -178,7 +183,10 @@ impl ArrowDataset {
             return Err(Error::InvalidArgument("the file prefix changed size"));
         }
         out[..prefix_len].swap_with_slice(&mut prefix);
-        let checksum = crc32fast::hash(&out);
+        let mut checksum = crc32fast::Hasher::new();
+        checksum.update(&out[..prefix_len]);
+        checksum.combine(&payload_crc);
+        let checksum = checksum.finalize();
         out.extend_from_slice(&checksum.to_le_bytes());
         Ok(out)
     }

@@ -105,6 +105,17 @@ pub fn encode_batches<'b>(
     batches: impl IntoIterator<Item = &'b RecordBatch>,
     out: &mut Vec<u8>,
 ) -> Result<()> {
+    encode_batches_with(schema, batches, out, |_| {})
+}
+
+/// As [`encode_batches`], handing `appended` the bytes of each batch (with its dictionaries) right
+/// after they are written, while they are still in the processor's cache (to checksum them there).
+pub fn encode_batches_with<'b>(
+    schema: &Schema,
+    batches: impl IntoIterator<Item = &'b RecordBatch>,
+    out: &mut Vec<u8>,
+    mut appended: impl FnMut(&[u8]),
+) -> Result<()> {
     let schema_len = schema_message(schema)?.len();
     let mut encoder = StreamEncoder::try_new(schema).map_err(encode_failed)?;
     let mut first = true;
@@ -128,7 +139,9 @@ pub fn encode_batches<'b>(
             });
             first = false;
         }
+        let start = out.len();
         concat(buffers, out);
+        appended(&out[start..]);
     }
     Ok(())
 }
