@@ -14,9 +14,13 @@
 //!   holding a null, is refused with a `Usage` error naming it. A field declared nullable that
 //!   holds no null is accepted: its values are stored, and it reads back as the same nullable
 //!   field without a validity bitmap (which Arrow treats as equal).
-//! - **Not chunked.** A dataset's chunk items are rows, not arrays, so TRUENO_NATIVE datasets are
-//!   never STREAMING; readers that go chunk by chunk see one chunk holding every row, as for any
-//!   non-STREAMING file.
+//! - **STREAMING as one chunk.** A dataset's chunk items are rows, and every array holds every
+//!   row, so a TRUENO_NATIVE dataset that is also STREAMING has exactly one chunk: all rows, the
+//!   whole aligned payload, uncompressed (docs/zerocopy.md §10.1). Its only purpose is the
+//!   large-file path: the chunk index's u64 sizes describe a payload the header's u32 fields
+//!   cannot (4 GiB - 2 bytes and up, docs/envelope.md §4). [`trueno_parts`] writes that form when
+//!   the payload needs it, and [`trueno_parts_with`] when asked; readers that go chunk by chunk
+//!   see one chunk holding every row either way.
 //! - **Checked against the schema.** A reader refuses (`InvalidFormat`) an index that does not
 //!   list the schema's columns in order, with their types, one dimension of `num_rows` elements
 //!   and stride 1, before touching the payload.
@@ -59,19 +63,74 @@ pub fn array_type(data_type: &DataType) -> Option<DType> {
     }
 }
 
+/// The largest payload a non-STREAMING file can hold: the header's u32 `payload_size` holds sizes
+/// up to `0xFFFFFFFE`, `0xFFFFFFFF` meaning "see the chunk index" (docs/envelope.md §4).
+const LARGEST_WHOLE_PAYLOAD: u64 = u32::MAX as u64 - 1;
+
+/// How [`trueno_parts_with`] writes a TRUENO_NATIVE dataset.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TruenoOptions {
+    /// The SIMD backend hint stored with each array.
+    pub backend: BackendHint,
+    /// Write the STREAMING form (one chunk holding every row) even when the payload would fit the
+    /// header. Without it, the STREAMING form is written only for a payload of 4 GiB - 1 byte or
+    /// more, which no other form can hold.
+    pub streaming: bool,
+}
+
 /// The envelope parts of `dataset` as a TRUENO_NATIVE `.ald` file (uncompressed by nature): the
 /// usual metadata and schema sections, a tensor index with one array per column, and the aligned
-/// arrays as payload.
+/// arrays as payload. STREAMING (one chunk of every row) only when the payload is too large for
+/// the header's u32 sizes; see [`trueno_parts_with`].
 ///
 /// # Errors
-/// `Usage` (`WrongType`) for a column whose type is not Float32, Float64, Int32, Int64 or UInt8;
-/// `Usage` (`ExportFailed`) for a column holding nulls; `Usage` for duplicate column names, a
-/// schema message over 65,535 bytes, or a big-endian host.
+/// As [`trueno_parts_with`].
 pub fn trueno_parts(
     dataset: &ArrowDataset,
     dataset_type: DatasetType,
     metadata: &Metadata,
     backend: BackendHint,
+) -> Result<EnvelopeParts<'static>> {
+    let options = TruenoOptions {
+        backend,
+        streaming: false,
+    };
+    trueno_parts_with(dataset, dataset_type, metadata, &options)
+}
+
+/// The envelope parts of `dataset` as a TRUENO_NATIVE `.ald` file written as `options` say. The
+/// file is STREAMING when `options.streaming` is set or when the aligned payload exceeds
+/// 4 GiB - 2 bytes (the largest size the header's u32 fields hold); a STREAMING TRUENO_NATIVE
+/// dataset has exactly one chunk: first item 0, `num_rows` items, the whole payload stored
+/// uncompressed (docs/zerocopy.md §10.1).
+///
+/// # Errors
+/// `Usage` (`WrongType`) for a column whose type is not Float32, Float64, Int32, Int64 or UInt8;
+/// `Usage` (`ExportFailed`) for a column holding nulls; `Usage` for duplicate column names, a
+/// schema message over 65,535 bytes, or a big-endian host.
+pub fn trueno_parts_with(
+    dataset: &ArrowDataset,
+    dataset_type: DatasetType,
+    metadata: &Metadata,
+    options: &TruenoOptions,
+) -> Result<EnvelopeParts<'static>> {
+    parts_within(
+        dataset,
+        dataset_type,
+        metadata,
+        options,
+        LARGEST_WHOLE_PAYLOAD,
+    )
+}
+
+/// [`trueno_parts_with`] with `largest_whole` as the largest payload written without STREAMING (a
+/// parameter so that tests exercise the large-file path without writing 4 GiB).
+fn parts_within(
+    dataset: &ArrowDataset,
+    dataset_type: DatasetType,
+    metadata: &Metadata,
+    options: &TruenoOptions,
+    largest_whole: u64,
 ) -> Result<EnvelopeParts<'static>> {
     refuse_big_endian()?;
     let schema = dataset.schema();
@@ -96,8 +155,9 @@ pub fn trueno_parts(
             .iter()
             .zip(&types)
             .map(|(field, dtype)| (field.name().as_str(), *dtype, &shape[..])),
-        backend,
+        options.backend,
     )?;
+    let streaming = options.streaming || index.payload_len() > largest_whole;
     let columns: Vec<Cow<'_, [u8]>> = (0..types.len())
         .map(|position| column_bytes(dataset, position))
         .collect();
@@ -106,8 +166,9 @@ pub fn trueno_parts(
     parts.schema = Cow::Owned(ipc::schema_message(schema)?);
     parts.metadata = Cow::Owned(metadata.encode()?);
     let slices: Vec<&[u8]> = columns.iter().map(AsRef::as_ref).collect();
-    // `aligned_parts` pads the tensor index so that the payload starts on a 64-byte boundary.
-    aligned_parts(parts, index, &slices, None)
+    // `aligned_parts` pads the tensor index so that the payload starts on a 64-byte boundary, and
+    // gives a dataset asked to chunk its one chunk of every row (any chunk size will do).
+    aligned_parts(parts, index, &slices, streaming.then_some(u64::MAX))
 }
 
 /// A TRUENO_NATIVE `.ald` file as bytes.
@@ -205,6 +266,41 @@ fn refuse_big_endian() -> Result<()> {
 
 fn inconsistent(reason: &'static str) -> Error {
     Error::InvalidFormat(FormatError::Inconsistent { reason })
+}
+
+/// Checks the chunk index of a STREAMING TRUENO_NATIVE dataset: exactly one chunk, holding every
+/// row (`first_item` 0, `item_count` = `num_rows`) and the whole payload, stored uncompressed.
+/// The envelope's own rules already imply all but the chunk count (contiguity, item and byte
+/// totals, TRUENO_NATIVE meaning compression none); they are checked again here so that this
+/// function alone states the form.
+///
+/// # Errors
+/// `InvalidFormat` naming the rule that fails.
+pub(crate) fn check_one_chunk(
+    chunks: &envelope_core::ChunkIndex,
+    header: &envelope_core::Header,
+) -> Result<()> {
+    let [chunk] = chunks.entries() else {
+        return Err(inconsistent(
+            "a STREAMING TRUENO_NATIVE dataset has exactly one chunk, holding every row",
+        ));
+    };
+    if chunk.first_item != 0 || chunk.item_count != header.num_rows() {
+        return Err(inconsistent(
+            "the one chunk of a STREAMING TRUENO_NATIVE dataset holds every row of the header",
+        ));
+    }
+    if chunk.stored_offset != 0 || chunk.stored_size != chunks.payload_size() {
+        return Err(inconsistent(
+            "the one chunk of a STREAMING TRUENO_NATIVE dataset covers the whole payload",
+        ));
+    }
+    if header.compression() != envelope_core::Compression::None {
+        return Err(inconsistent(
+            "the one chunk of a STREAMING TRUENO_NATIVE dataset is stored uncompressed",
+        ));
+    }
+    Ok(())
 }
 
 /// Parses the tensor index of a TRUENO_NATIVE dataset and checks it against the schema section
@@ -372,6 +468,67 @@ mod tests {
         ));
         let arrays = columns.into_iter().map(|(_, array, _)| array).collect();
         ArrowDataset::from_batch(RecordBatch::try_new(schema, arrays).unwrap())
+    }
+
+    #[test]
+    fn the_streaming_threshold_is_the_headers_largest_size() {
+        use envelope_core::DeclaredSize;
+        assert_eq!(
+            DeclaredSize::for_size(LARGEST_WHOLE_PAYLOAD),
+            DeclaredSize::Exact(u32::MAX - 1)
+        );
+        assert_eq!(
+            DeclaredSize::for_size(LARGEST_WHOLE_PAYLOAD + 1),
+            DeclaredSize::InChunkIndex
+        );
+    }
+
+    /// The large-file path without writing 4 GiB: with a small limit, a payload one byte over it
+    /// is written STREAMING (one chunk of every row, the header's sizes exact because the payload
+    /// is small) and one at the limit is not; both load to the same table.
+    #[test]
+    fn a_payload_over_the_limit_is_written_streaming() {
+        let table = dataset(vec![
+            ("x", Arc::new(Float32Array::from(vec![1.5; 100])), false),
+            ("n", Arc::new(Int64Array::from_iter_values(0..100)), false),
+        ]);
+        let options = TruenoOptions::default();
+        let plain = parts_within(
+            &table,
+            DatasetType::Tabular,
+            &Metadata::default(),
+            &options,
+            LARGEST_WHOLE_PAYLOAD,
+        )
+        .unwrap();
+        let payload_len = plain.payload.stored().len() as u64;
+        assert_eq!(
+            payload_len, 1248,
+            "x at 0 (400 bytes), n at 448 (800 bytes)"
+        );
+        for (limit, streaming) in [(payload_len, false), (payload_len - 1, true), (0, true)] {
+            let parts = parts_within(
+                &table,
+                DatasetType::Tabular,
+                &Metadata::default(),
+                &options,
+                limit,
+            )
+            .unwrap();
+            let bytes = parts.to_bytes().unwrap();
+            let envelope = envelope_core::Envelope::parse(&bytes[..], Format::Dataset).unwrap();
+            let chunks = envelope.chunk_index().map(|index| index.entries().to_vec());
+            if streaming {
+                let chunks = chunks.unwrap();
+                assert_eq!(chunks.len(), 1, "limit {limit}");
+                assert_eq!((chunks[0].first_item, chunks[0].item_count), (0, 100));
+                assert_eq!(chunks[0].stored_size, payload_len);
+            } else {
+                assert_eq!(chunks, None, "limit {limit}");
+            }
+            assert_eq!(envelope.payload(), plain.payload.stored());
+            assert_eq!(crate::load_from_bytes(&bytes).unwrap(), table);
+        }
     }
 
     #[test]

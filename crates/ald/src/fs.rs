@@ -46,97 +46,11 @@ pub fn save(path: impl AsRef<Path>, dataset: &ArrowDataset, options: &SaveOption
 /// `Io`, then as [`crate::load_from_bytes_with`].
 pub fn load(path: impl AsRef<Path>, options: &LoadOptions<'_>) -> Result<Loaded> {
     let map = MappedFile::open(path)?;
-    if !plain_streaming(&map) {
-        return crate::load::load_from_bytes_with(&map, options);
+    if crate::one_pass::is_plain_streaming(&map) {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        return crate::one_pass::load_streaming(&map, options, cores);
     }
-    let envelope = envelope_core::Envelope::parse_lazy(&*map, Format::Dataset)?;
-    let layout = envelope.layout();
-    let has_trailing_frames = layout.span(envelope_core::Section::License).is_some()
-        || layout.span(envelope_core::Section::Signature).is_some();
-    if !envelope.is_fully_verified() && has_trailing_frames {
-        // The lazy checks do not reach past the payload (a signature policy would, but the
-        // policy may accept an unsigned file).
-        envelope.verify_checksum()?;
-    }
-    let opened = crate::load::Opened::verify(envelope, options)?;
-    let batches = decode_chunks(opened.envelope())?;
-    crate::load::check_rows(&batches, opened.num_rows())?;
-    let dataset = ArrowDataset::new(Arc::clone(opened.schema()), batches)?;
-    Ok(opened.into_loaded_with(dataset))
-}
-
-/// Below this many decoded bytes a STREAMING file is decoded on the calling thread alone:
-/// starting threads would cost more than they save.
-const PARALLEL_MIN_BYTES: u64 = 16 << 20;
-
-/// The record batches of every chunk of a STREAMING file, in order. Each chunk decodes alone
-/// (docs/ald.md §6), so the chunks are split into one contiguous run per available core and
-/// decoded (checked, decompressed, copied into their own buffers) on that many threads. The first
-/// failure in chunk order is the one reported.
-fn decode_chunks(envelope: &envelope_core::Envelope<&[u8]>) -> Result<Vec<RecordBatch>> {
-    let Some(index) = envelope.chunk_index() else {
-        return ipc::decode_from_reader(envelope.schema(), envelope.payload_reader()?);
-    };
-    let chunks = index.len();
-    let decoded: u64 = index.entries().iter().fold(0u64, |sum, entry| {
-        sum.saturating_add(entry.uncompressed_size)
-    });
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    let workers = if decoded < PARALLEL_MIN_BYTES {
-        1
-    } else {
-        cores.min(chunks).max(1)
-    };
-    let schema = envelope.schema();
-    let decode_run = |run: core::ops::Range<usize>| -> Result<Vec<RecordBatch>> {
-        let mut batches = Vec::with_capacity(run.len());
-        for chunk in run {
-            batches.extend(ipc::decode_from_reader(
-                schema,
-                envelope.chunk_reader(chunk)?,
-            )?);
-        }
-        Ok(batches)
-    };
-    if workers == 1 {
-        return decode_run(0..chunks);
-    }
-    let per_worker = chunks.div_ceil(workers);
-    let runs: Vec<Result<Vec<RecordBatch>>> = std::thread::scope(|scope| {
-        let threads: Vec<_> = (0..workers)
-            .map(|worker| {
-                let run = worker * per_worker..((worker + 1) * per_worker).min(chunks);
-                scope.spawn(move || decode_run(run))
-            })
-            .collect();
-        threads
-            .into_iter()
-            .map(|thread| {
-                thread.join().unwrap_or(Err(Error::InvalidArgument(
-                    "a thread decoding chunks stopped unexpectedly",
-                )))
-            })
-            .collect()
-    });
-    let mut batches = Vec::with_capacity(chunks);
-    for run in runs {
-        batches.extend(run?);
-    }
-    Ok(batches)
-}
-
-/// Whether the header says STREAMING and neither ENCRYPTED nor TRUENO_NATIVE: the files
-/// [`load`] reads the lazy way. Only a routing hint: both ways verify the header themselves.
-fn plain_streaming(bytes: &[u8]) -> bool {
-    bytes
-        .first_chunk::<HEADER_LEN>()
-        .and_then(|head| envelope_core::Header::parse(head).ok())
-        .is_some_and(|header| {
-            let flags = header.flags();
-            flags.contains(envelope_core::Flags::STREAMING)
-                && !flags.contains(envelope_core::Flags::ENCRYPTED)
-                && !flags.contains(envelope_core::Flags::TRUENO_NATIVE)
-        })
+    crate::load::load_from_bytes_with(&map, options)
 }
 
 /// A shared memory map, the storage of a [`StreamingDataset`] opened from a path.
@@ -154,7 +68,7 @@ impl StreamingDataset<SharedMap> {
     /// index are verified and read; chunk bytes are read only when a chunk is asked for.
     ///
     /// # Errors
-    /// `Io`, then as [`Opened::open`].
+    /// `Io`, then as [`crate::load::Opened::open`].
     pub fn open(path: impl AsRef<Path>, options: &LoadOptions<'_>) -> Result<Self> {
         let map = Arc::new(MappedFile::open(path)?);
         let mut dataset = Self::from_bytes(SharedMap(Arc::clone(&map)), options)?;

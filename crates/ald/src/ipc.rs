@@ -69,7 +69,7 @@ pub fn parse_schema(section: &[u8]) -> Result<SchemaRef> {
     let mut decoder = decoder_after_schema(section)?;
     // A message with an empty body is acted on when the next bytes arrive: the end-of-stream
     // marker makes the decoder read it, and proves no body was left waiting for payload bytes.
-    match decoder.decode(&mut Buffer::from(END_OF_STREAM.as_slice())) {
+    match decode_guarded(&mut decoder, &mut Buffer::from(END_OF_STREAM.as_slice())) {
         Ok(None) if decoder.finish().is_ok() => decoder.schema().ok_or_else(bad),
         _ => Err(bad()),
     }
@@ -89,7 +89,7 @@ fn decoder_after_schema(section: &[u8]) -> Result<StreamDecoder> {
     }
     let mut decoder = StreamDecoder::new();
     let mut buffer = Buffer::from(section);
-    match decoder.decode(&mut buffer) {
+    match decode_guarded(&mut decoder, &mut buffer) {
         Ok(None) if buffer.is_empty() => Ok(decoder),
         _ => Err(bad()),
     }
@@ -166,12 +166,29 @@ pub fn encode_chunk(schema: &SchemaRef, rows: &[RecordBatch], out: &mut Vec<u8>)
 /// are cut short, or fail Arrow's validation.
 pub fn decode_batches(schema_section: &[u8], payload: Buffer) -> Result<Vec<RecordBatch>> {
     let mut decoder = decoder_after_schema(schema_section)?;
-    let mut payload = payload;
     let mut batches = Vec::new();
-    while !payload.is_empty() {
-        decode_message(&mut decoder, &mut payload, &mut batches)?;
+    let mut at = 0usize;
+    while at < payload.len() {
+        let rest = &payload.as_slice()[at..];
+        let after_prefix = (rest.len() as u64).saturating_sub(PREFIX_LEN as u64);
+        let metadata_len = metadata_len(rest, after_prefix)?;
+        let metadata_end = PREFIX_LEN + to_usize(metadata_len)?;
+        let body_len = checked_body_len(
+            &rest[PREFIX_LEN..metadata_end],
+            (rest.len() - metadata_end) as u64,
+        )?;
+        let len = metadata_end + to_usize(body_len)?;
+        let mut message = payload.slice_with_length(at, len);
+        while !message.is_empty() {
+            decode_message(&mut decoder, &mut message, &mut batches)?;
+        }
+        at += len;
     }
     end_of_stream(decoder, batches)
+}
+
+fn to_usize(len: u64) -> Result<usize> {
+    usize::try_from(len).map_err(|_| past_end())
 }
 
 /// Decodes the payload read from `reader` into record batches, reading each Arrow IPC message
@@ -206,6 +223,25 @@ fn not_record_batches(_: ArrowError) -> Error {
     )
 }
 
+/// `decoder.decode(bytes)`, with a panic turned into an error. Arrow's decoder is meant to return
+/// errors for malformed input, but arrow-rs still panics on some (a buffer whose length is not a
+/// multiple of its element size, among the inputs our fuzzing found), and bad input must never
+/// crash a loader. Natively the panic is caught here and reported as an ordinary decode error;
+/// where panics abort (wasm32) it cannot be. The checks this module makes before decoding
+/// (framing, bounds and alignment of every buffer) keep the known cases from reaching Arrow.
+fn decode_guarded(
+    decoder: &mut StreamDecoder,
+    bytes: &mut Buffer,
+) -> std::result::Result<Option<RecordBatch>, ArrowError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| decoder.decode(bytes))).unwrap_or_else(
+        |_| {
+            Err(ArrowError::IpcError(
+                "Arrow's decoder panicked on these bytes".to_owned(),
+            ))
+        },
+    )
+}
+
 /// Feeds `bytes` to `decoder` once, keeping any batch it completes. A message with an empty body
 /// (a zero-row batch) completes only when the next bytes arrive, so one call may return that
 /// batch and leave the new bytes unread: callers loop until `bytes` is empty.
@@ -215,7 +251,7 @@ fn decode_message(
     batches: &mut Vec<RecordBatch>,
 ) -> Result<()> {
     let before = bytes.len();
-    match decoder.decode(bytes).map_err(not_record_batches)? {
+    match decode_guarded(decoder, bytes).map_err(not_record_batches)? {
         Some(batch) => batches.push(batch),
         None if bytes.len() == before => {
             return Err(malformed(
@@ -238,15 +274,14 @@ fn end_of_stream(
 ) -> Result<Vec<RecordBatch>> {
     let cut_short = || malformed(Section::Payload, "the Arrow IPC messages are cut short");
     let mut end = Buffer::from(END_OF_STREAM.as_slice());
-    if let Some(batch) = decoder.decode(&mut end).map_err(not_record_batches)? {
+    if let Some(batch) = decode_guarded(&mut decoder, &mut end).map_err(not_record_batches)? {
         // A waiting zero-row batch completes without taking a byte of the marker; a batch that
         // took some was missing them.
         if end.len() != END_OF_STREAM.len() {
             return Err(cut_short());
         }
         batches.push(batch);
-        if decoder
-            .decode(&mut end)
+        if decode_guarded(&mut decoder, &mut end)
             .map_err(not_record_batches)?
             .is_some()
         {
@@ -265,59 +300,130 @@ const MAX_UPFRONT_RESERVATION: u64 = 64 << 20;
 
 /// Reads one encapsulated message (continuation marker, metadata length, metadata, body).
 fn read_message(reader: &mut PayloadReader<'_>) -> Result<Vec<u8>> {
-    let past_end = || {
-        malformed(
-            Section::Payload,
-            "an Arrow IPC message runs past the end of the payload",
-        )
-    };
-    const PREFIX_LEN: usize = 8;
     if reader.remaining() < PREFIX_LEN as u64 {
         return Err(past_end());
     }
     let mut message = Vec::with_capacity(1024);
     reader.append_to(PREFIX_LEN as u64, &mut message)?;
-    let (marker, length) = message.split_at(4);
-    if marker != CONTINUATION {
+    let metadata_len = metadata_len(&message, reader.remaining())?;
+    reserve(&mut message, metadata_len);
+    reader.append_to(metadata_len, &mut message)?;
+    let body_len = checked_body_len(&message[PREFIX_LEN..], reader.remaining())?;
+    reserve(&mut message, body_len);
+    reader.append_to(body_len, &mut message)?;
+    Ok(message)
+}
+
+/// Bytes before an encapsulated message's metadata: the continuation marker and the length.
+const PREFIX_LEN: usize = 8;
+
+/// The Arrow IPC format pads metadata and bodies to, and aligns buffers on, 8 bytes. Checked
+/// because Arrow's validation assumes it (a misaligned offsets buffer makes it panic).
+const IPC_ALIGNMENT: u64 = 8;
+
+fn misaligned() -> Error {
+    malformed(
+        Section::Payload,
+        "an Arrow IPC message whose metadata, body or buffers are not aligned on 8 bytes",
+    )
+}
+
+fn past_end() -> Error {
+    malformed(
+        Section::Payload,
+        "an Arrow IPC message runs past the end of the payload",
+    )
+}
+
+/// The metadata length an encapsulated message's 8-byte `prefix` declares, checked against the
+/// `available` bytes after the prefix.
+fn metadata_len(prefix: &[u8], available: u64) -> Result<u64> {
+    let (marker, length) = prefix
+        .split_first_chunk::<4>()
+        .and_then(|(marker, rest)| Some((marker, rest.first_chunk::<4>()?)))
+        .ok_or_else(past_end)?;
+    if *marker != CONTINUATION {
         return Err(malformed(
             Section::Payload,
             "an Arrow IPC message without its ff ff ff ff continuation marker",
         ));
     }
-    let metadata_len = u64::from(u32::from_le_bytes(
-        length.try_into().map_err(|_| past_end())?,
-    ));
-    if metadata_len == 0 {
+    let len = u64::from(u32::from_le_bytes(*length));
+    if len == 0 {
         return Err(malformed(
             Section::Payload,
             "an end-of-stream marker inside the payload",
         ));
     }
-    if metadata_len > reader.remaining() {
+    if !len.is_multiple_of(IPC_ALIGNMENT) {
+        return Err(misaligned());
+    }
+    if len > available {
         return Err(past_end());
     }
-    reserve(&mut message, metadata_len);
-    reader.append_to(metadata_len, &mut message)?;
-    let body_len = arrow_ipc::root_as_message(&message[PREFIX_LEN..])
-        .map_err(|_| {
-            malformed(
-                Section::Payload,
-                "an Arrow IPC message whose metadata is not a Message flatbuffer",
-            )
-        })?
-        .bodyLength();
-    let body_len = u64::try_from(body_len).map_err(|_| {
+    Ok(len)
+}
+
+/// The body length a message's `metadata` declares, after checking what Arrow's decoder takes on
+/// trust: that the message is a record or dictionary batch, without IPC body compression, and that
+/// every buffer it lists lies inside its body (Arrow's reader slices them unchecked and would
+/// panic). `available` bounds the body.
+fn checked_body_len(metadata: &[u8], available: u64) -> Result<u64> {
+    let message = arrow_ipc::root_as_message(metadata).map_err(|_| {
         malformed(
             Section::Payload,
-            "an Arrow IPC message with a negative body length",
+            "an Arrow IPC message whose metadata is not a Message flatbuffer",
         )
     })?;
-    if body_len > reader.remaining() {
-        return Err(past_end());
+    let body_len = u64::try_from(message.bodyLength())
+        .ok()
+        .filter(|len| *len <= available)
+        .ok_or_else(past_end)?;
+    if !body_len.is_multiple_of(IPC_ALIGNMENT) {
+        return Err(misaligned());
     }
-    reserve(&mut message, body_len);
-    reader.append_to(body_len, &mut message)?;
-    Ok(message)
+    let batch = match message.header_type() {
+        arrow_ipc::MessageHeader::RecordBatch => message.header_as_record_batch(),
+        arrow_ipc::MessageHeader::DictionaryBatch => message
+            .header_as_dictionary_batch()
+            .and_then(|dictionary| dictionary.data()),
+        _ => {
+            return Err(malformed(
+                Section::Payload,
+                "an Arrow IPC message that is neither a record batch nor a dictionary batch",
+            ));
+        }
+    }
+    .ok_or_else(|| {
+        malformed(
+            Section::Payload,
+            "an Arrow IPC batch message without its batch",
+        )
+    })?;
+    if batch.compression().is_some() {
+        return Err(malformed(
+            Section::Payload,
+            "Arrow IPC body compression, which .ald does not use (docs/ald.md §5)",
+        ));
+    }
+    for buffer in batch.buffers().iter().flatten() {
+        let (offset, length) = (buffer.offset(), buffer.length());
+        let inside = u64::try_from(offset)
+            .ok()
+            .zip(u64::try_from(length).ok())
+            .and_then(|(offset, length)| offset.checked_add(length))
+            .is_some_and(|end| end <= body_len);
+        if !inside {
+            return Err(malformed(
+                Section::Payload,
+                "an Arrow IPC buffer outside its message's body",
+            ));
+        }
+        if !offset.unsigned_abs().is_multiple_of(IPC_ALIGNMENT) {
+            return Err(misaligned());
+        }
+    }
+    Ok(body_len)
 }
 
 fn reserve(buffer: &mut Vec<u8>, additional: u64) {

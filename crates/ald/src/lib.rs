@@ -54,6 +54,7 @@ mod info;
 pub mod ipc;
 pub mod load;
 mod metadata;
+mod one_pass;
 mod streaming;
 
 #[cfg(all(feature = "format-encryption", feature = "format-signing"))]

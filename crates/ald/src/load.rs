@@ -6,8 +6,9 @@
 //! stops the load.
 //!
 //! A TRUENO_NATIVE file (000 §10, [`crate::aligned`]) goes through the same checks; right after
-//! the schema, its tensor index is checked against the schema and the header's row count, and
-//! its payload is later rebuilt from the aligned arrays instead of decoded as Arrow IPC.
+//! the schema, its chunk index if STREAMING (exactly one chunk of every row) and its tensor index
+//! are checked against the schema and the header's row count, and its payload is later rebuilt
+//! from the aligned arrays instead of decoded as Arrow IPC.
 
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
@@ -88,18 +89,18 @@ impl<B: AsRef<[u8]>> Opened<B> {
             check_schema(expected, &schema)?;
         }
         let arrays = match envelope.section(envelope_core::Section::TensorIndex) {
-            Some(_) if envelope.header().flags().contains(Flags::STREAMING) => {
-                // 000 §10: a dataset's chunk items are rows, so its arrays are never chunked.
-                return Err(FormatError::Inconsistent {
-                    reason: "a TRUENO_NATIVE dataset cannot also be STREAMING",
+            Some(body) => {
+                if let Some(chunks) = envelope.chunk_index() {
+                    // A dataset's chunk items are rows and every array holds every row: a
+                    // STREAMING TRUENO_NATIVE dataset is one chunk (docs/zerocopy.md §10.1).
+                    aligned::check_one_chunk(chunks, envelope.header())?;
                 }
-                .into());
+                Some(aligned::parse_index(
+                    body,
+                    &schema,
+                    envelope.header().num_rows(),
+                )?)
             }
-            Some(body) => Some(aligned::parse_index(
-                body,
-                &schema,
-                envelope.header().num_rows(),
-            )?),
             None => None,
         };
         Ok(Self {
@@ -273,9 +274,17 @@ pub fn load_from_bytes(bytes: &[u8]) -> Result<ArrowDataset> {
 
 /// Loads a dataset from bytes in memory under `options`.
 ///
+/// A STREAMING file (unencrypted, not TRUENO_NATIVE) is verified in one pass, each chunk by its
+/// CRC-32C just before it is decoded (docs/envelope.md §4.1; the frames after the payload, if
+/// any, by the whole-file CRC32 first). Any other file has its whole-file CRC32 checked before
+/// the payload is touched.
+///
 /// # Errors
 /// The first failed check, in the order of this module's documentation.
 pub fn load_from_bytes_with(bytes: &[u8], options: &LoadOptions<'_>) -> Result<Loaded> {
+    if crate::one_pass::is_plain_streaming(bytes) {
+        return crate::one_pass::load_streaming(bytes, options, 1);
+    }
     Opened::open(bytes, options)?.into_loaded(options)
 }
 

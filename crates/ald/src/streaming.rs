@@ -6,8 +6,9 @@
 //! index, decompressed (and decrypted) alone, and decoded after the schema section.
 //!
 //! A non-STREAMING file opens too: it is one chunk holding every row. So does a TRUENO_NATIVE file
-//! (000 §10, never STREAMING for datasets): its one chunk is rebuilt from the aligned arrays, each
-//! checked by its CRC-32C, since the file is opened lazily.
+//! (000 §10), STREAMING or not: either way it has one chunk holding every row (a STREAMING one
+//! says so in its chunk index, docs/zerocopy.md §10.1), rebuilt from the aligned arrays, each
+//! checked by its CRC-32C when the file was opened lazily (by AES-GCM when encrypted).
 
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;

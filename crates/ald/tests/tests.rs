@@ -560,20 +560,26 @@ fn malformed_payload_messages_are_refused_by_name() {
     }
 }
 
+/// Every damaged byte is refused, with one documented exception: a STREAMING file loads in one
+/// pass (docs/envelope.md §4.1), every byte it uses checked by a CRC-32C, so its CRC32 trailer is
+/// not read; damage there still loads, and must load the very same rows.
 #[test]
 fn every_single_byte_corruption_is_refused() {
     for chunk_rows in [None, Some(3)] {
-        let bytes = dataset(8)
+        let data = dataset(8);
+        let bytes = data
             .to_bytes(&options(Compression::ZstdL3, chunk_rows))
             .unwrap();
         for at in 0..bytes.len() {
             let mut bad = bytes.clone();
             bad[at] ^= 0xA5;
-            assert!(
-                ald::load_from_bytes(&bad).is_err(),
-                "byte {at} of {}",
-                bytes.len()
-            );
+            let in_trailer = at >= bytes.len() - 4;
+            match ald::load_from_bytes(&bad) {
+                Ok(loaded) if chunk_rows.is_some() && in_trailer => {
+                    assert_eq!(rows(&loaded), rows(&data));
+                }
+                loaded => assert!(loaded.is_err(), "byte {at} of {}", bytes.len()),
+            }
             let mut cut = bytes.clone();
             cut.truncate(at);
             assert!(ald::load_from_bytes(&cut).is_err());

@@ -2,7 +2,9 @@
 //! API: every array type with odd row counts round-trips through every loader and equals the
 //! ordinary (Arrow IPC) path; arrays lie on 64-byte boundaries of the file; the memory-mapped
 //! `MappedDataset` sees the same values; refusals of what cannot be stored, of indexes that
-//! disagree with the schema, and of damaged arrays.
+//! disagree with the schema, and of damaged arrays. Each holds for both forms: the ordinary one,
+//! and the STREAMING one (one chunk of every row, docs/zerocopy.md §10.1), which must read the
+//! same everywhere; malformed STREAMING forms are refused.
 
 #![allow(
     clippy::cast_possible_truncation,
@@ -15,7 +17,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use ald::aligned::{save_trueno_to_bytes, trueno_parts};
+use ald::aligned::{TruenoOptions, save_trueno_to_bytes, trueno_parts, trueno_parts_with};
 use ald::{ArrowDataset, DatasetCard, DatasetType, LoadOptions, Metadata, StreamingDataset};
 use arrow_array::cast::AsArray as _;
 use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type, UInt8Type};
@@ -24,7 +26,9 @@ use arrow_array::{
     UInt8Array,
 };
 use arrow_schema::{DataType, Field, Schema};
-use envelope_core::{Compression, Envelope, EnvelopeParts, Format, Section, Signal};
+use envelope_core::{
+    ChunkIndex, Compression, Envelope, EnvelopeParts, Flags, Format, Payload, Section, Signal,
+};
 use envelope_crypto::{Argon2Params, DecryptionKey, EncryptOptions, EncryptTo, OsRng, Password};
 use proptest::prelude::*;
 use zerocopy_trueno::{BackendHint, DType, MappedDataset, TensorIndex, aligned_parts};
@@ -85,6 +89,23 @@ fn trueno(dataset: &ArrowDataset) -> Vec<u8> {
     .unwrap()
 }
 
+/// The parts of the STREAMING form: one chunk holding every row.
+fn streaming_parts(dataset: &ArrowDataset) -> EnvelopeParts<'static> {
+    let options = TruenoOptions {
+        backend: BackendHint::Avx2,
+        streaming: true,
+    };
+    trueno_parts_with(dataset, DatasetType::Tabular, &metadata(), &options).unwrap()
+}
+
+/// Both forms of the file, named: without STREAMING and with it (one chunk of every row).
+fn forms(dataset: &ArrowDataset) -> [(&'static str, Vec<u8>); 2] {
+    [
+        ("whole", trueno(dataset)),
+        ("streaming", streaming_parts(dataset).to_bytes().unwrap()),
+    ]
+}
+
 /// The table through the ordinary (Arrow IPC) path.
 fn ordinary(dataset: &ArrowDataset) -> ArrowDataset {
     let bytes = dataset
@@ -111,46 +132,72 @@ fn every_type_round_trips_through_every_loader_and_equals_the_ordinary_path() {
         let data = every_type(rows);
         let expected = one_batch(&ordinary(&data));
         assert_eq!(expected, one_batch(&data));
-        let bytes = trueno(&data);
-
-        let loaded = ald::load_from_bytes_with(&bytes, &LoadOptions::default()).unwrap();
-        assert_eq!(loaded.dataset, data, "{rows} rows, in memory");
-        assert_eq!(one_batch(&loaded.dataset), expected);
-        assert_eq!(loaded.metadata, metadata());
-        assert_eq!(loaded.dataset_type, DatasetType::Tabular);
-
-        // From a file: the owned-buffer path, whose columns are slices of the file's buffer.
-        let path = dir.path().join(format!("rows-{rows}.ald"));
-        std::fs::write(&path, &bytes).unwrap();
-        let from_file = ald::fs::load(&path, &LoadOptions::default()).unwrap();
-        assert_eq!(from_file.dataset, data, "{rows} rows, ald::fs::load");
-
-        // Chunk by chunk: one chunk holding every row, opened lazily, arrays checked by CRC-32C.
-        for streaming in [
-            StreamingDataset::from_bytes(&bytes[..], &LoadOptions::default())
-                .unwrap()
-                .get_chunk(0)
-                .unwrap(),
-            StreamingDataset::open(&path, &LoadOptions::default())
-                .unwrap()
-                .get_chunk(0)
-                .unwrap(),
-        ] {
-            assert_eq!(streaming, expected, "{rows} rows, StreamingDataset");
+        for (form, bytes) in forms(&data) {
+            round_trip(&form_path(&dir, form, rows), &bytes, &data, &expected);
         }
-        let opened = StreamingDataset::open(&path, &LoadOptions::default()).unwrap();
-        assert_eq!(opened.num_chunks(), 1);
-        assert_eq!(opened.num_rows(), rows as u64);
-        assert!(opened.file().is_trueno_native());
-        let head = opened.get_rows(0, (rows as u64).min(10)).unwrap();
-        assert_eq!(head, expected.slice(0, rows.min(10)));
-        assert_eq!(
-            signal(opened.get_chunk(1)),
-            Signal::InvalidFormat,
-            "no second chunk"
-        );
-        assert_eq!(ald::read_schema(&bytes).unwrap(), *data.schema());
     }
+}
+
+fn form_path(dir: &tempfile::TempDir, form: &str, rows: usize) -> std::path::PathBuf {
+    dir.path().join(format!("{form}-{rows}.ald"))
+}
+
+/// `bytes` (a TRUENO_NATIVE file of `data`, either form) load as `data` through every loader.
+fn round_trip(path: &std::path::Path, bytes: &[u8], data: &ArrowDataset, expected: &RecordBatch) {
+    let rows = data.num_rows() as usize;
+    let loaded = ald::load_from_bytes_with(bytes, &LoadOptions::default()).unwrap();
+    assert_eq!(loaded.dataset, *data, "{rows} rows, in memory");
+    assert_eq!(one_batch(&loaded.dataset), *expected);
+    assert_eq!(loaded.metadata, metadata());
+    assert_eq!(loaded.dataset_type, DatasetType::Tabular);
+
+    // From a file: the memory map, given to the in-memory loader.
+    std::fs::write(path, bytes).unwrap();
+    let from_file = ald::fs::load(path, &LoadOptions::default()).unwrap();
+    assert_eq!(from_file.dataset, *data, "{rows} rows, ald::fs::load");
+
+    // Chunk by chunk: one chunk holding every row, opened lazily, arrays checked by CRC-32C.
+    for streaming in [
+        StreamingDataset::from_bytes(bytes, &LoadOptions::default())
+            .unwrap()
+            .get_chunk(0)
+            .unwrap(),
+        StreamingDataset::open(path, &LoadOptions::default())
+            .unwrap()
+            .get_chunk(0)
+            .unwrap(),
+    ] {
+        assert_eq!(streaming, *expected, "{rows} rows, StreamingDataset");
+    }
+    let opened = StreamingDataset::open(path, &LoadOptions::default()).unwrap();
+    assert_eq!(opened.num_chunks(), 1);
+    assert_eq!(opened.num_rows(), rows as u64);
+    let entry = opened.chunk_entry(0).unwrap();
+    assert_eq!((entry.first_item, entry.item_count), (0, rows as u64));
+    assert!(opened.file().is_trueno_native());
+    let head = opened.get_rows(0, (rows as u64).min(10)).unwrap();
+    assert_eq!(head, expected.slice(0, rows.min(10)));
+    let tail = opened
+        .get_rows(rows as u64 / 2, rows as u64 - rows as u64 / 2)
+        .unwrap();
+    assert_eq!(tail, expected.slice(rows / 2, rows - rows / 2));
+    assert_eq!(
+        signal(opened.get_chunk(1)),
+        Signal::InvalidFormat,
+        "no second chunk"
+    );
+    assert_eq!(ald::read_schema(bytes).unwrap(), *data.schema());
+    let mapped = MappedDataset::open(path).unwrap();
+    assert_eq!(mapped.num_rows(), rows as u64);
+    assert_eq!(
+        mapped.get("i64").unwrap().as_slice::<i64>().unwrap(),
+        expected
+            .column_by_name("i64")
+            .unwrap()
+            .as_primitive::<Int64Type>()
+            .values()
+            .as_ref()
+    );
 }
 
 #[test]
@@ -170,48 +217,76 @@ fn a_table_of_several_sliced_batches_is_stored_as_one_array_per_column() {
 #[test]
 fn every_array_and_the_payload_start_on_64_byte_boundaries_of_the_file() {
     for rows in ROW_COUNTS {
-        let bytes = trueno(&every_type(rows));
-        let envelope = Envelope::parse(&bytes[..], Format::Dataset).unwrap();
-        assert!(
-            envelope
-                .header()
-                .flags()
-                .contains(envelope_core::Flags::TRUENO_NATIVE)
-        );
-        assert_eq!(envelope.header().compression(), Compression::None);
-        assert_eq!(envelope.header().num_rows(), rows as u64);
-        assert!(envelope.chunk_index().is_none(), "never STREAMING");
-        let payload = envelope.layout().span(Section::Payload).unwrap();
-        assert_eq!(payload.offset % 64, 0, "{rows} rows: payload offset");
-        let index = TensorIndex::parse(
-            Format::Dataset,
-            envelope.section(Section::TensorIndex).unwrap(),
-        )
-        .unwrap();
-        let names: Vec<&str> = index.entries().iter().map(|e| e.name.as_str()).collect();
-        assert_eq!(names, ["f32", "f64", "i32", "i64", "u8", "maybe"]);
-        let types: Vec<DType> = index.entries().iter().map(|e| e.dtype).collect();
-        assert_eq!(
-            types,
-            [
-                DType::F32,
-                DType::F64,
-                DType::I32,
-                DType::I64,
-                DType::U8,
-                DType::F64
-            ]
-        );
-        for entry in index.entries() {
-            assert_eq!((payload.offset + entry.offset) % 64, 0, "{}", entry.name);
-            assert_eq!(entry.shape, [rows as u64]);
-            assert_eq!(entry.strides, [1]);
-            assert_eq!(entry.backend, BackendHint::Avx2);
-            assert_eq!(entry.size_bytes, rows as u64 * entry.dtype.size() as u64);
+        let [(_, whole), (_, streaming)] = forms(&every_type(rows));
+        let whole_payload = Envelope::parse(&whole[..], Format::Dataset)
+            .unwrap()
+            .payload()
+            .to_vec();
+        for bytes in [whole, streaming] {
+            check_layout(&bytes, rows, &whole_payload);
         }
-        // The metadata and schema sections are the ordinary ones.
-        assert_eq!(Metadata::decode(envelope.metadata()).unwrap(), metadata());
     }
+}
+
+/// The layout of either form of a TRUENO_NATIVE file of `every_type(rows)`: its payload (the
+/// same bytes in both forms) and every array on 64-byte boundaries of the file; a STREAMING file
+/// has one chunk holding every row and the whole payload.
+fn check_layout(bytes: &[u8], rows: usize, whole_payload: &[u8]) {
+    let envelope = Envelope::parse(bytes, Format::Dataset).unwrap();
+    assert!(
+        envelope
+            .header()
+            .flags()
+            .contains(envelope_core::Flags::TRUENO_NATIVE)
+    );
+    assert_eq!(envelope.header().compression(), Compression::None);
+    assert_eq!(envelope.header().num_rows(), rows as u64);
+    assert_eq!(
+        envelope.payload(),
+        whole_payload,
+        "{rows} rows: the same payload"
+    );
+    if let Some(chunks) = envelope.chunk_index() {
+        assert!(envelope.header().flags().contains(Flags::STREAMING));
+        let [chunk] = chunks.entries() else {
+            panic!("{rows} rows: {} chunks", chunks.len())
+        };
+        assert_eq!((chunk.first_item, chunk.item_count), (0, rows as u64));
+        assert_eq!(chunk.stored_offset, 0);
+        assert_eq!(chunk.stored_size, envelope.payload().len() as u64);
+        assert_eq!(chunk.uncompressed_size, chunk.stored_size);
+        assert_eq!(chunk.stored_crc32c, crc32c::crc32c(envelope.payload()));
+    }
+    let payload = envelope.layout().span(Section::Payload).unwrap();
+    assert_eq!(payload.offset % 64, 0, "{rows} rows: payload offset");
+    let index = TensorIndex::parse(
+        Format::Dataset,
+        envelope.section(Section::TensorIndex).unwrap(),
+    )
+    .unwrap();
+    let names: Vec<&str> = index.entries().iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["f32", "f64", "i32", "i64", "u8", "maybe"]);
+    let types: Vec<DType> = index.entries().iter().map(|e| e.dtype).collect();
+    assert_eq!(
+        types,
+        [
+            DType::F32,
+            DType::F64,
+            DType::I32,
+            DType::I64,
+            DType::U8,
+            DType::F64
+        ]
+    );
+    for entry in index.entries() {
+        assert_eq!((payload.offset + entry.offset) % 64, 0, "{}", entry.name);
+        assert_eq!(entry.shape, [rows as u64]);
+        assert_eq!(entry.strides, [1]);
+        assert_eq!(entry.backend, BackendHint::Avx2);
+        assert_eq!(entry.size_bytes, rows as u64 * entry.dtype.size() as u64);
+    }
+    // The metadata and schema sections are the ordinary ones.
+    assert_eq!(Metadata::decode(envelope.metadata()).unwrap(), metadata());
 }
 
 #[test]
@@ -220,64 +295,81 @@ fn mapped_dataset_borrows_the_same_values_as_the_arrow_columns() {
     for rows in ROW_COUNTS {
         let data = every_type(rows);
         let batch = one_batch(&data);
-        let path = dir.path().join("mapped.ald");
-        std::fs::write(&path, trueno(&data)).unwrap();
-        let mapped = MappedDataset::open(&path).unwrap();
-        assert_eq!(mapped.num_rows(), rows as u64);
-        assert_eq!(mapped.dataset_type(), DatasetType::Tabular.id());
-        assert!(mapped.tensors().is_zero_copy());
-        let column = |name: &str| batch.column_by_name(name).unwrap().clone();
-        assert_eq!(
-            mapped.get_f32("f32").unwrap(),
-            column("f32")
-                .as_primitive::<Float32Type>()
-                .values()
-                .as_ref()
-        );
-        assert_eq!(
-            mapped.get("f64").unwrap().as_slice::<f64>().unwrap(),
-            column("f64")
-                .as_primitive::<Float64Type>()
-                .values()
-                .as_ref()
-        );
-        assert_eq!(
-            mapped.get("i32").unwrap().as_slice::<i32>().unwrap(),
-            column("i32").as_primitive::<Int32Type>().values().as_ref()
-        );
-        assert_eq!(
-            mapped.get("i64").unwrap().as_slice::<i64>().unwrap(),
-            column("i64").as_primitive::<Int64Type>().values().as_ref()
-        );
-        assert_eq!(
-            mapped.get("u8").unwrap().to_vec::<u8>().unwrap(),
-            column("u8").as_primitive::<UInt8Type>().values().to_vec()
-        );
-        if rows > 0 {
-            let last = (rows - 1) as u64;
-            assert_eq!(
-                mapped.get("i32").unwrap().get_f32(&[last]).unwrap(),
-                column("i32").as_primitive::<Int32Type>().value(rows - 1) as f32
-            );
+        for (form, bytes) in forms(&data) {
+            let path = form_path(&dir, form, rows);
+            std::fs::write(&path, bytes).unwrap();
+            check_mapped(&path, rows, &batch);
         }
+    }
+}
+
+/// The memory-mapped file at `path` (either form) hands out the columns of `batch` in place.
+fn check_mapped(path: &std::path::Path, rows: usize, batch: &RecordBatch) {
+    let mapped = MappedDataset::open(path).unwrap();
+    assert_eq!(mapped.num_rows(), rows as u64);
+    assert_eq!(mapped.dataset_type(), DatasetType::Tabular.id());
+    assert!(mapped.tensors().is_zero_copy());
+    let column = |name: &str| batch.column_by_name(name).unwrap().clone();
+    assert_eq!(
+        mapped.get_f32("f32").unwrap(),
+        column("f32")
+            .as_primitive::<Float32Type>()
+            .values()
+            .as_ref()
+    );
+    assert_eq!(
+        mapped.get("f64").unwrap().as_slice::<f64>().unwrap(),
+        column("f64")
+            .as_primitive::<Float64Type>()
+            .values()
+            .as_ref()
+    );
+    assert_eq!(
+        mapped.get("i32").unwrap().as_slice::<i32>().unwrap(),
+        column("i32").as_primitive::<Int32Type>().values().as_ref()
+    );
+    assert_eq!(
+        mapped.get("i64").unwrap().as_slice::<i64>().unwrap(),
+        column("i64").as_primitive::<Int64Type>().values().as_ref()
+    );
+    assert_eq!(
+        mapped.get("u8").unwrap().to_vec::<u8>().unwrap(),
+        column("u8").as_primitive::<UInt8Type>().values().to_vec()
+    );
+    if rows > 0 {
+        let last = (rows - 1) as u64;
         assert_eq!(
-            Metadata::decode(mapped.metadata()).unwrap(),
-            metadata(),
-            "the ordinary metadata section"
+            mapped.get("i32").unwrap().get_f32(&[last]).unwrap(),
+            column("i32").as_primitive::<Int32Type>().value(rows - 1) as f32
         );
     }
+    assert_eq!(
+        Metadata::decode(mapped.metadata()).unwrap(),
+        metadata(),
+        "the ordinary metadata section"
+    );
 }
 
 #[test]
 fn an_encrypted_trueno_file_loads_with_its_key_through_the_in_memory_path() {
     let data = every_type(65);
-    let parts = trueno_parts(
-        &data,
-        DatasetType::Tabular,
-        &Metadata::default(),
-        BackendHint::Auto,
-    )
-    .unwrap();
+    for parts in [
+        trueno_parts(
+            &data,
+            DatasetType::Tabular,
+            &Metadata::default(),
+            BackendHint::Auto,
+        )
+        .unwrap(),
+        streaming_parts(&data),
+    ] {
+        check_encrypted(&parts, &data);
+    }
+}
+
+/// `parts` (either form of `data`) encrypted with a password: refused without the key, loaded
+/// with it in memory and chunk by chunk.
+fn check_encrypted(parts: &EnvelopeParts<'_>, data: &ArrowDataset) {
     let password = Password::new("correct horse");
     let params = Argon2Params {
         m_cost_kib: 1024,
@@ -285,7 +377,7 @@ fn an_encrypted_trueno_file_loads_with_its_key_through_the_in_memory_path() {
         p_cost: 1,
     };
     let sealed = envelope_crypto::encrypt(
-        &parts,
+        parts,
         EncryptTo::Password {
             password: &password,
             params,
@@ -305,7 +397,7 @@ fn an_encrypted_trueno_file_loads_with_its_key_through_the_in_memory_path() {
         ..LoadOptions::default()
     };
     let loaded = ald::load_from_bytes_with(&sealed, &options).unwrap();
-    assert_eq!(loaded.dataset, data);
+    assert_eq!(loaded.dataset, *data);
     let streaming = StreamingDataset::from_bytes(&sealed[..], &options).unwrap();
     assert_eq!(
         signal(streaming.get_chunk(0)),
@@ -315,7 +407,20 @@ fn an_encrypted_trueno_file_loads_with_its_key_through_the_in_memory_path() {
     let reader = streaming
         .with_key(DecryptionKey::Password(&password))
         .unwrap();
-    assert_eq!(reader.get_chunk(0).unwrap(), one_batch(&data));
+    assert_eq!(reader.get_chunk(0).unwrap(), one_batch(data));
+    assert_eq!(
+        reader.get_rows(60, 5).unwrap(),
+        one_batch(data).slice(60, 5)
+    );
+    let chunked = Envelope::parse(&sealed[..], Format::Dataset)
+        .unwrap()
+        .chunk_index()
+        .map(ChunkIndex::len);
+    let expected = match &parts.payload {
+        Payload::Chunked { index, .. } => Some(index.len()),
+        Payload::Whole { .. } => None,
+    };
+    assert_eq!(chunked, expected, "the same form, encrypted");
 }
 
 #[test]
@@ -485,11 +590,131 @@ fn an_index_that_disagrees_with_the_schema_or_header_is_refused_before_the_paylo
     }
 }
 
+/// The STREAMING form of `every_type(65)` with its chunk index replaced by chunks of the given
+/// `(stored_size, item_count)`, stored uncompressed; `to_bytes` recomputes every checksum.
+fn rechunked(chunks: &[(u64, u64)], edit: impl FnOnce(&mut EnvelopeParts<'static>)) -> Vec<u8> {
+    let mut parts = streaming_parts(&every_type(65));
+    let stored = parts.payload.stored().to_vec();
+    let index = ChunkIndex::from_sizes(chunks.iter().map(|&(size, items)| (size, size, items)));
+    parts.payload = Payload::Chunked {
+        index: index.unwrap(),
+        stored: Cow::Owned(stored),
+    };
+    edit(&mut parts);
+    parts.to_bytes().unwrap()
+}
+
+/// `bytes` (an unsigned file) with `edit` applied to them, then every checksum recomputed in
+/// file order: the `prefix_crc32c` ending the tensor index and the chunk index (CRC-32C of every
+/// byte before the field, docs/envelope.md §4) and the CRC32 trailer. For forms the writer
+/// refuses to produce.
+fn resealed(bytes: &[u8], edit: impl FnOnce(&mut [u8])) -> Vec<u8> {
+    let envelope = Envelope::parse(bytes, Format::Dataset).unwrap();
+    let mut out = bytes.to_vec();
+    edit(&mut out);
+    for section in [Section::TensorIndex, Section::ChunkIndex] {
+        let span = envelope.layout().span(section).unwrap();
+        let field = (span.offset + span.len) as usize - 4;
+        let crc = crc32c::crc32c(&out[..field]);
+        out[field..field + 4].copy_from_slice(&crc.to_le_bytes());
+    }
+    let end = out.len() - envelope_core::CHECKSUM_LEN;
+    let crc = crc32fast::hash(&out[..end]);
+    out[end..].copy_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// A STREAMING TRUENO_NATIVE dataset is exactly one chunk of every row: any other chunking is
+/// refused by every loader, before the payload; so is a compressed one. The writer refuses to
+/// write a chunk index whose rows differ from the header's, or compression with TRUENO_NATIVE;
+/// such files are made by editing the bytes of a valid one.
+#[test]
+fn malformed_streaming_forms_are_refused_by_every_loader() {
+    let payload_len = streaming_parts(&every_type(65)).payload.stored().len() as u64;
+    // The second array starts at 320 (65 f32 values, padded to 64 bytes).
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "two chunks split at an array start",
+            rechunked(&[(320, 30), (payload_len - 320, 35)], |_| {}),
+            "exactly one chunk",
+        ),
+        (
+            "every row in the first of two chunks",
+            rechunked(&[(320, 65), (payload_len - 320, 0)], |_| {}),
+            "exactly one chunk",
+        ),
+        (
+            "an empty chunk before the one holding everything",
+            rechunked(&[(0, 0), (payload_len, 65)], |_| {}),
+            "exactly one chunk",
+        ),
+        (
+            "one chunk of one row more than the header's",
+            // Written with 66 rows everywhere, then the header says 65.
+            resealed(
+                &rechunked(&[(payload_len, 66)], |parts| parts.num_rows = 66),
+                |bytes| bytes[24..32].copy_from_slice(&65u64.to_le_bytes()),
+            ),
+            "num_rows",
+        ),
+        (
+            "one chunk and a header of one row more than the arrays hold",
+            rechunked(&[(payload_len, 66)], |parts| parts.num_rows = 66),
+            "num_rows",
+        ),
+        (
+            "compressed",
+            resealed(&rechunked(&[(payload_len, 65)], |_| {}), |bytes| {
+                bytes[20] = Compression::ZstdL3.id();
+            }),
+            "compression none",
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (what, bytes, reason) in &cases {
+        let error = ald::load_from_bytes(bytes).unwrap_err();
+        assert_eq!(error.signal(), Signal::InvalidFormat, "{what}: {error}");
+        assert!(error.to_string().contains(reason), "{what}: {error}");
+        assert_eq!(
+            signal(ald::read_schema(bytes)),
+            Signal::InvalidFormat,
+            "{what}"
+        );
+        assert_eq!(
+            signal(StreamingDataset::from_bytes(
+                &bytes[..],
+                &LoadOptions::default()
+            )),
+            Signal::InvalidFormat,
+            "{what}, lazily"
+        );
+        let path = dir.path().join("malformed.ald");
+        std::fs::write(&path, bytes).unwrap();
+        assert_eq!(
+            signal(ald::fs::load(&path, &LoadOptions::default())),
+            Signal::InvalidFormat,
+            "{what}, from a file"
+        );
+        // The zero-copy reader knows no schema: it checks the chunking, not the arrays' shapes
+        // against num_rows (as for the ordinary form).
+        if !what.contains("header of one row more") {
+            let error = MappedDataset::open(&path).unwrap_err();
+            assert_eq!(error.signal(), Signal::InvalidFormat, "{what}, mapped");
+        }
+    }
+}
+
 #[test]
 fn a_bit_flip_in_an_array_is_a_checksum_mismatch_on_every_path() {
-    let data = every_type(65);
-    let bytes = trueno(&data);
-    let envelope = Envelope::parse(&bytes[..], Format::Dataset).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (form, bytes) in forms(&every_type(65)) {
+        check_bit_flip(&bytes, &form_path(&dir, form, 65));
+    }
+}
+
+/// One bit of an array flipped in `bytes` (either form) is refused by every loader.
+fn check_bit_flip(bytes: &[u8], path: &std::path::Path) {
+    let envelope = Envelope::parse(bytes, Format::Dataset).unwrap();
     let payload = envelope.layout().span(Section::Payload).unwrap();
     let index = TensorIndex::parse(
         Format::Dataset,
@@ -498,13 +723,24 @@ fn a_bit_flip_in_an_array_is_a_checksum_mismatch_on_every_path() {
     .unwrap();
     let entry = index.get("i64").unwrap();
     let at = (payload.offset + entry.offset + 17) as usize;
-    let mut flipped = bytes.clone();
+    let mut flipped = bytes.to_vec();
     flipped[at] ^= 0x04;
     // The whole-file CRC32 refuses it when the loader computes it.
     assert_eq!(
         signal(ald::load_from_bytes(&flipped)),
         Signal::ChecksumMismatch
     );
+    assert_eq!(signal(ald::read_schema(&flipped)), Signal::ChecksumMismatch);
+    std::fs::write(path, &flipped).unwrap();
+    assert_eq!(
+        signal(ald::fs::load(path, &LoadOptions::default())),
+        Signal::ChecksumMismatch
+    );
+    // So does the chunk's CRC-32C, for a lazily opened STREAMING file.
+    let lazy = Envelope::parse_lazy(&flipped[..], Format::Dataset).unwrap();
+    if lazy.chunk_index().is_some() {
+        assert_eq!(signal(lazy.chunk(0)), Signal::ChecksumMismatch);
+    }
     // With the trailer recomputed, a lazily opened file still never hands the array out: its
     // CRC-32C in the index no longer matches.
     let end = flipped.len() - envelope_core::CHECKSUM_LEN;
@@ -513,11 +749,9 @@ fn a_bit_flip_in_an_array_is_a_checksum_mismatch_on_every_path() {
     let lazy = StreamingDataset::from_bytes(&flipped[..], &LoadOptions::default()).unwrap();
     assert_eq!(signal(lazy.get_chunk(0)), Signal::ChecksumMismatch);
     assert_eq!(signal(lazy.get_rows(0, 1)), Signal::ChecksumMismatch);
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("flipped.ald");
-    std::fs::write(&path, &flipped).unwrap();
+    std::fs::write(path, &flipped).unwrap();
     assert_eq!(
-        signal(MappedDataset::open(&path).unwrap().get("i64")),
+        signal(MappedDataset::open(path).unwrap().get("i64")),
         Signal::ChecksumMismatch
     );
 }
@@ -526,9 +760,15 @@ fn a_bit_flip_in_an_array_is_a_checksum_mismatch_on_every_path() {
 fn every_single_byte_change_is_refused_or_harmless() {
     let data = every_type(9);
     let expected = one_batch(&data);
-    let bytes = trueno(&data);
+    for (_, bytes) in forms(&data) {
+        check_byte_changes(&bytes, &expected);
+    }
+}
+
+/// Every single-byte change of `bytes` (either form of a file of `expected`).
+fn check_byte_changes(bytes: &[u8], expected: &RecordBatch) {
     for at in 0..bytes.len() {
-        let mut damaged = bytes.clone();
+        let mut damaged = bytes.to_vec();
         damaged[at] ^= 0x01;
         // Whole-file CRC32: always refused.
         assert!(ald::load_from_bytes(&damaged).is_err(), "byte {at}");
@@ -540,7 +780,7 @@ fn every_single_byte_change_is_refused_or_harmless() {
         if let Ok(lazy) = StreamingDataset::from_bytes(&damaged[..], &LoadOptions::default())
             && let Ok(batch) = lazy.get_chunk(0)
         {
-            assert_eq!(batch, expected, "byte {at} changed the rows");
+            assert_eq!(batch, *expected, "byte {at} changed the rows");
         }
     }
 }

@@ -1,6 +1,7 @@
 //! End-to-end tests of `alimentar convert --trueno-native` (000 §10): CSV → zero-copy `.ald`, and
 //! what `info` (the aligned arrays, `--verify`), `head`, `schema` and `convert` back make of it;
-//! refusals with their exit status and message.
+//! the same for the STREAMING form (`--streaming`: one chunk of every row, docs/zerocopy.md
+//! §10.1); refusals with their exit status and message.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -168,6 +169,108 @@ fn csv_to_trueno_ald_then_info_head_schema_and_back() {
     );
 }
 
+/// `--trueno-native --streaming`: the STREAMING form, one chunk of every row, reads like the
+/// ordinary form everywhere; `info` shows the tensor index and the one chunk.
+#[test]
+fn csv_to_streaming_trueno_ald_is_one_chunk_and_reads_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    write_csv(dir);
+    ok(
+        dir,
+        &["convert", "numeric.csv", "whole.ald", "--trueno-native"],
+    );
+    let said = ok(
+        dir,
+        &[
+            "convert",
+            "numeric.csv",
+            "chunked.ald",
+            "--trueno-native",
+            "--streaming",
+        ],
+    );
+    assert!(
+        said.contains("wrote 101 rows") && said.contains("TRUENO_NATIVE, STREAMING as one chunk"),
+        "{said}"
+    );
+
+    let info = ok(dir, &["info", "chunked.ald"]);
+    assert!(
+        info.contains("TRUENO_NATIVE") && info.contains("STREAMING"),
+        "{info}"
+    );
+    assert!(info.contains("chunks       1"), "{info}");
+    assert!(info.contains("chunks        1"), "{info}");
+    assert!(
+        info.contains("tensors      3 (64-byte aligned, zero-copy)"),
+        "{info}"
+    );
+    assert!(info.contains("not read"), "lazy open: {info}");
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(dir, &["info", "chunked.ald", "--json"])).unwrap();
+    let whole: serde_json::Value =
+        serde_json::from_str(&ok(dir, &["info", "whole.ald", "--json"])).unwrap();
+    assert_eq!(json["chunks"], 1);
+    assert_eq!(json["dataset"]["num_chunks"], 1);
+    assert_eq!(json["dataset"]["num_rows"], 101);
+    assert_eq!(json["tensors"], whole["tensors"], "the same arrays");
+    assert_eq!(json["payload_size"], whole["payload_size"]);
+    let sections: Vec<&str> = json["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(sections.contains(&"chunk_index"), "{sections:?}");
+    let payload = json["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "payload")
+        .unwrap();
+    assert_eq!(payload["offset"].as_u64().unwrap() % 64, 0);
+    let verified: serde_json::Value =
+        serde_json::from_str(&ok(dir, &["info", "chunked.ald", "--verify", "--json"])).unwrap();
+    assert_eq!(verified["fully_verified"], true);
+
+    assert_eq!(
+        ok(dir, &["schema", "chunked.ald"]),
+        "id: Int64\nx: Float64\ny: Int64\n"
+    );
+    assert_eq!(
+        ok(dir, &["head", "chunked.ald", "-n", "7", "--json"]),
+        ok(dir, &["head", "whole.ald", "-n", "7", "--json"])
+    );
+    ok(dir, &["convert", "chunked.ald", "back.csv"]);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("back.csv")).unwrap(),
+        std::fs::read_to_string(dir.join("numeric.csv")).unwrap()
+    );
+
+    // A damaged array: a lazy `info` does not read it, `--verify` and `head` refuse it.
+    let at = usize::try_from(
+        payload["offset"].as_u64().unwrap() + json["tensors"][2]["offset"].as_u64().unwrap() + 3,
+    )
+    .unwrap();
+    let mut bytes = std::fs::read(dir.join("chunked.ald")).unwrap();
+    bytes[at] ^= 0x01;
+    std::fs::write(dir.join("damaged.ald"), &bytes).unwrap();
+    ok(dir, &["info", "damaged.ald"]);
+    refused(
+        dir,
+        &["info", "damaged.ald", "--verify"],
+        "ChecksumMismatch",
+    );
+    refused(dir, &["head", "damaged.ald"], "ChecksumMismatch");
+    // `convert` names the files first ("converting damaged.ald to back2.csv: ChecksumMismatch").
+    let output = run(dir, &["convert", "damaged.ald", "back2.csv"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("ChecksumMismatch"), "{stderr}");
+    assert!(!dir.join("back2.csv").exists(), "nothing written");
+}
+
 #[test]
 fn info_verify_finds_a_damaged_array_that_a_lazy_info_does_not_read() {
     let dir = tempfile::tempdir().unwrap();
@@ -260,10 +363,15 @@ fn refusals_name_the_column_or_the_flag() {
             "zero.ald",
             "--trueno-native",
             "--streaming",
+            "--chunk-rows",
+            "10",
         ],
         "Usage",
     );
-    assert!(message.contains("not STREAMING"), "{message}");
+    assert!(
+        message.contains("one chunk holding every row") && message.contains("--chunk-rows"),
+        "{message}"
+    );
     // The options are checked before the input is read.
     refused(
         dir,
@@ -273,6 +381,8 @@ fn refusals_name_the_column_or_the_flag() {
             "zero.ald",
             "--trueno-native",
             "--streaming",
+            "--chunk-rows",
+            "10",
         ],
         "Usage",
     );

@@ -1,8 +1,10 @@
 //! Interoperability of TRUENO_NATIVE `.ald` files (000 §10) with an independent reader: a Python
 //! script below, written from docs/envelope.md §2 and §4 and docs/zerocopy.md §2, §3 and §10
 //! alone (struct, zlib, `google_crc32c`, numpy, pyarrow; no Rust), parses the file `alimentar
-//! convert --trueno-native` writes, checks what those pages tell a reader to check, and must get
-//! the table pyarrow reads from the Arrow IPC file `alimentar` writes from the same CSV.
+//! convert --trueno-native` writes, in both forms (without STREAMING, and with it: one chunk of
+//! every row, docs/zerocopy.md §10.1, found through the chunk index of docs/envelope.md §4),
+//! checks what those pages tell a reader to check, and must get the table pyarrow reads from the
+//! Arrow IPC file `alimentar` writes from the same CSV.
 //!
 //! Needs `INTEROP_PYTHON` (a venv made by `.ci/setup-python`), as the other interop tests.
 
@@ -20,6 +22,8 @@ import pyarrow as pa
 
 HEADER = struct.Struct("<4sBBHIIIBBHQ")          # envelope.md §2
 TRUENO = 16                                       # flag bit 4
+STREAMING = 4                                     # flag bit 2
+CHUNK = struct.Struct("<QQQQQI")                  # envelope.md §4, one entry
 DTYPES = {0: "<f4", 1: "<f8", 2: "<i4", 3: "<i8", 4: "u1"}   # zerocopy.md §3, .ald column
 ARROW = {pa.float32(): 0, pa.float64(): 1, pa.int32(): 2, pa.int64(): 3, pa.uint8(): 4}
 
@@ -38,7 +42,8 @@ def read(path):
      flags, schema_size, num_rows) = HEADER.unpack_from(data, 0)
     if magic != b"ALDF": fail("magic")
     if zlib.crc32(data[:-4]) != struct.unpack_from("<I", data, len(data) - 4)[0]: fail("crc32")
-    if flags != TRUENO or compression != 0: fail("flags: TRUENO_NATIVE only, uncompressed")
+    if flags not in (TRUENO, TRUENO | STREAMING) or compression != 0:
+        fail("flags: TRUENO_NATIVE (and STREAMING) only, uncompressed")
     if payload_size != uncompressed_size: fail("sizes")
     at = HEADER.size + metadata_size
     schema = pa.ipc.read_schema(pa.py_buffer(data[at:at + schema_size]))
@@ -48,9 +53,28 @@ def read(path):
     at += 4 + body_len
     if google_crc32c.value(data[:at - 4]) != struct.unpack_from("<I", body, body_len - 4)[0]:
         fail("prefix_crc32c")
+    chunk = None
+    if flags & STREAMING:
+        (chunks_len,) = struct.unpack_from("<I", data, at)
+        chunks = data[at + 4:at + 4 + chunks_len]
+        at += 4 + chunks_len
+        total, total_uncompressed, chunk_count = struct.unpack_from("<QQI", chunks, 0)
+        if chunks_len != 24 + 44 * chunk_count: fail("chunk index length")
+        if google_crc32c.value(data[:at - 4]) != struct.unpack_from("<I", chunks, chunks_len - 4)[0]:
+            fail("chunk index prefix_crc32c")
+        # zerocopy.md §10.1: exactly one chunk, every row, the whole payload, uncompressed.
+        if chunk_count != 1: fail("one chunk")
+        chunk = CHUNK.unpack_from(chunks, 20)
+        stored_offset, stored_size, chunk_uncompressed, first_item, item_count, _ = chunk
+        if (stored_offset, first_item, item_count) != (0, 0, num_rows): fail("the chunk's rows")
+        if not stored_size == chunk_uncompressed == total == total_uncompressed: fail("chunk sizes")
+        # envelope.md §4: the header holds the totals below 0xFFFFFFFF, else exactly 0xFFFFFFFF.
+        if payload_size != (total if total < 0xFFFFFFFF else 0xFFFFFFFF): fail("header sizes")
+        payload_size = total
     if at % 64: fail("payload not on a 64-byte boundary")
     payload = data[at:at + payload_size]
     if at + payload_size != len(data) - 4: fail("bytes after the payload")
+    if chunk is not None and google_crc32c.value(payload) != chunk[5]: fail("chunk crc32c")
     (count,) = struct.unpack_from("<I", body, 0)
     pos, entries = 4, []
     for _ in range(count):
@@ -79,12 +103,13 @@ def read(path):
         columns.append(pa.array(np.frombuffer(raw, dtype=DTYPES[dtype]), type=field.type))
     return pa.Table.from_arrays(columns, schema=schema)
 
-table = read(sys.argv[1])
-with pa.OSFile(sys.argv[2], "rb") as source:
+with pa.OSFile(sys.argv[1], "rb") as source:
     reference = pa.ipc.open_file(source).read_all()
-if not table.equals(reference):
-    sys.exit(f"tables differ:\n{table}\n{reference}")
-print(f"ok {table.num_rows} {table.num_columns}")
+for path in sys.argv[2:]:
+    table = read(path)
+    if not table.equals(reference):
+        sys.exit(f"{path}: tables differ:\n{table}\n{reference}")
+    print(f"ok {table.num_rows} {table.num_columns}")
 "#;
 
 fn alimentar(dir: &Path, args: &[&str]) {
@@ -136,6 +161,18 @@ fn an_independent_python_reader_gets_the_same_table_from_a_trueno_file() {
         &[
             "convert",
             "table.csv",
+            "chunked.ald",
+            "--trueno-native",
+            "--streaming",
+            "--schema",
+            schema,
+        ],
+    );
+    alimentar(
+        dir,
+        &[
+            "convert",
+            "table.csv",
             "reference.arrow",
             "--schema",
             schema,
@@ -143,7 +180,7 @@ fn an_independent_python_reader_gets_the_same_table_from_a_trueno_file() {
     );
     let output = Command::new(interpreter)
         .current_dir(dir)
-        .args(["-c", READER, "zero.ald", "reference.arrow"])
+        .args(["-c", READER, "reference.arrow", "zero.ald", "chunked.ald"])
         .output()
         .expect("the interpreter runs");
     assert!(
@@ -152,5 +189,8 @@ fn an_independent_python_reader_gets_the_same_table_from_a_trueno_file() {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    assert_eq!(String::from_utf8_lossy(&output.stdout), "ok 1001 5\n");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "ok 1001 5\nok 1001 5\n"
+    );
 }

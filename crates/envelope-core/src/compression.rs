@@ -171,18 +171,23 @@ impl<'a> DecodedReader<'a> {
     /// As reading: `InvalidFormat` for a corrupt stream or one that ends early.
     pub fn append_to(&mut self, len: u64, out: &mut Vec<u8>) -> Result<u64> {
         let len = len.min(self.remaining());
-        if let Source::Stored(stored) = &mut self.source {
-            let (taken, rest) = stored.split_at(usize::try_from(len).unwrap_or(stored.len()));
-            out.extend_from_slice(taken);
-            *stored = rest;
-            self.produced += taken.len() as u64;
-            return Ok(taken.len() as u64);
+        match &mut self.source {
+            Source::Stored(stored) => {
+                let (taken, rest) = stored.split_at(usize::try_from(len).unwrap_or(stored.len()));
+                out.extend_from_slice(taken);
+                *stored = rest;
+                self.produced += taken.len() as u64;
+                Ok(taken.len() as u64)
+            }
+            #[cfg(feature = "format-compression")]
+            _ => {
+                let before = out.len();
+                Read::take(&mut *self, len)
+                    .read_to_end(out)
+                    .map_err(Error::from_reader)?;
+                Ok((out.len() - before) as u64)
+            }
         }
-        let before = out.len();
-        Read::take(&mut *self, len)
-            .read_to_end(out)
-            .map_err(Error::from_reader)?;
-        Ok((out.len() - before) as u64)
     }
 
     /// Checks, once every declared byte has been read, that the stream ends there.

@@ -17,13 +17,17 @@ use crate::view::TensorView;
 /// little-endian.
 ///
 /// With `chunk_bytes`, the payload is also STREAMING (TRUENO_NATIVE + STREAMING, the only way to
-/// store more than 4 GiB): whole tensors are grouped into chunks of about that many bytes, each
-/// chunk's item count being its number of tensors, so a chunk boundary never splits a tensor.
+/// store more than 4 GiB: the header then says `0xFFFFFFFF` and the chunk index holds the u64
+/// sizes, docs/envelope.md §4):
+/// - a model (`.apr`) groups whole tensors into chunks of about `chunk_bytes` bytes, each chunk's
+///   item count being its number of tensors, so a chunk boundary never splits a tensor;
+/// - a dataset (`.ald`) has exactly one chunk covering the whole payload, whatever `chunk_bytes`
+///   says: its chunk items are rows (docs/ald.md §6), and every array holds every row, so the one
+///   chunk has `first_item` 0 and `item_count` = `parts.num_rows` (docs/zerocopy.md §10.1).
 ///
 /// # Errors
-/// `Usage` if `parts` are compressed or encrypted (zero-copy needs the bytes as stored), if the
-/// tensor bytes do not match the index, or for a dataset asked to chunk (its chunk items are
-/// rows, not arrays).
+/// `Usage` if `parts` are compressed or encrypted (zero-copy needs the bytes as stored), or if the
+/// tensor bytes do not match the index.
 pub fn aligned_parts<'a>(
     mut parts: EnvelopeParts<'a>,
     mut index: TensorIndex,
@@ -58,17 +62,17 @@ pub fn aligned_parts<'a>(
             uncompressed_size: payload.len() as u64,
             stored: Cow::Owned(payload),
         },
-        Some(target) => {
-            if parts.format == Format::Dataset {
-                return Err(Error::InvalidArgument(
-                    "aligned dataset arrays are not chunked (chunk items are rows)",
-                ));
-            }
-            Payload::Chunked {
-                index: chunks_of_whole_tensors(&index, target)?,
-                stored: Cow::Owned(payload),
-            }
-        }
+        Some(target) => Payload::Chunked {
+            index: match parts.format {
+                // Every array holds every row: one chunk of all rows (docs/zerocopy.md §10.1).
+                Format::Dataset => {
+                    let len = payload.len() as u64;
+                    ChunkIndex::from_sizes([(len, len, parts.num_rows)])?
+                }
+                Format::Model => chunks_of_whole_tensors(&index, target)?,
+            },
+            stored: Cow::Owned(payload),
+        },
     };
     // Pad the index so the payload starts on a 64-byte boundary: measure with no padding first.
     parts.tensor_index = Some(index.encode(parts.format, 0)?.into());
@@ -145,7 +149,8 @@ impl<B: AsRef<[u8]>> AlignedTensors<B> {
     /// The envelope's errors (`InvalidFormat`, `ChecksumMismatch`, ...); `Usage` for a file
     /// without TRUENO_NATIVE, or an encrypted one (which has no zero-copy form: decrypt it with
     /// the format crate's in-memory loader); `InvalidFormat` for an index that breaks a rule or
-    /// points outside the payload.
+    /// points outside the payload, or a STREAMING dataset of more than one chunk (docs/zerocopy.md
+    /// §10.1).
     pub fn open(bytes: B, format: Format, integrity: Integrity) -> Result<Self> {
         let envelope = match integrity {
             Integrity::AtOpen => Envelope::parse(bytes, format)?,
@@ -163,6 +168,18 @@ impl<B: AsRef<[u8]>> AlignedTensors<B> {
                 "the file is not TRUENO_NATIVE: it has no aligned tensors (convert it with --trueno-native)",
             ))?;
         let index = TensorIndex::parse(format, body)?;
+        if format == Format::Dataset
+            && envelope
+                .chunk_index()
+                .is_some_and(|chunks| chunks.len() != 1)
+        {
+            // Every array holds every row, and a dataset's chunk items are rows.
+            return Err(Error::InvalidFormat(
+                envelope_core::FormatError::Inconsistent {
+                    reason: "a STREAMING TRUENO_NATIVE dataset has exactly one chunk, holding every row",
+                },
+            ));
+        }
         let payload = envelope.layout().span(Section::Payload).unwrap_or_default();
         if !payload.offset.is_multiple_of(ALIGNMENT) {
             return Err(malformed(

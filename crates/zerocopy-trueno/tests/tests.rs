@@ -76,6 +76,10 @@ fn build(format: Format, samples: &[Sample], chunk_bytes: Option<u64>) -> Vec<u8
     .unwrap();
     let mut parts = EnvelopeParts::new(format, 0x0001);
     parts.metadata = b"\x81\xa4name\xa4test".to_vec().into();
+    if format == Format::Dataset {
+        // Every dataset sample is one array of 33 rows.
+        parts.num_rows = 33;
+    }
     let tensors: Vec<&[u8]> = samples.iter().map(|s| s.bytes.as_slice()).collect();
     aligned_parts(parts, index, &tensors, chunk_bytes)
         .unwrap()
@@ -288,14 +292,95 @@ fn chunked_aligned_files_keep_tensors_whole() {
     for (entry, s) in tensors.index().entries().iter().zip(&samples) {
         assert_eq!(tensors.tensor(&entry.name).unwrap().bytes(), &s.bytes[..]);
     }
-    let error = aligned_parts(
-        EnvelopeParts::new(Format::Dataset, 1),
-        TensorIndex::plan([("x", DType::F32, &[1u64][..])], BackendHint::Auto).unwrap(),
-        &[&[0u8; 4][..]],
-        Some(64),
-    )
-    .unwrap_err();
-    assert_eq!(error.signal(), Signal::Usage);
+}
+
+/// TRUENO_NATIVE + STREAMING datasets: exactly one chunk holding every row and the whole payload,
+/// whatever the chunk size asked for, read lazily (through the chunk index's prefix CRC-32C) or
+/// whole in every integrity mode, mapped or not, with the same values as the unchunked file.
+#[test]
+fn a_chunked_aligned_dataset_is_one_chunk_of_every_row() {
+    let samples = dataset_samples();
+    let whole = build(Format::Dataset, &samples, None);
+    let dir = tempfile::tempdir().unwrap();
+    for target in [1, 64, 1 << 40] {
+        let bytes = build(Format::Dataset, &samples, Some(target));
+        let envelope = Envelope::parse(&bytes[..], Format::Dataset).unwrap();
+        assert!(
+            envelope
+                .header()
+                .flags()
+                .contains(envelope_core::Flags::STREAMING)
+        );
+        let index = envelope.chunk_index().unwrap();
+        let payload_len = envelope.payload().len() as u64;
+        assert_eq!(index.len(), 1);
+        let chunk = index.entries()[0];
+        assert_eq!((chunk.first_item, chunk.item_count), (0, 33));
+        assert_eq!((chunk.stored_offset, chunk.stored_size), (0, payload_len));
+        assert_eq!(chunk.uncompressed_size, payload_len);
+        assert_eq!(chunk.stored_crc32c, crc32c::crc32c(envelope.payload()));
+        // The same payload as the unchunked form, at a 64-byte boundary of the file.
+        assert_eq!(
+            envelope.payload(),
+            Envelope::parse(&whole[..], Format::Dataset)
+                .unwrap()
+                .payload()
+        );
+        let path = dir.path().join(format!("chunked-{target}.ald"));
+        std::fs::write(&path, &bytes).unwrap();
+        for integrity in [Integrity::PerTensor, Integrity::AtOpen, Integrity::Trusted] {
+            let mapped = MappedTensors::open_path(&path, Format::Dataset, integrity).unwrap();
+            assert!(mapped.is_zero_copy());
+            assert!(mapped.envelope().chunk_index().is_some());
+            check_values(&mapped, &samples, true);
+            let shifted = misaligned(&bytes);
+            let unaligned =
+                AlignedTensors::open(&shifted[1..], Format::Dataset, integrity).unwrap();
+            check_values(&unaligned, &samples, false);
+        }
+        let dataset = zerocopy_trueno::MappedDataset::open(&path).unwrap();
+        assert_eq!(dataset.num_rows(), 33);
+        assert_eq!(
+            dataset.get("id").unwrap().bytes(),
+            &samples[2].bytes[..],
+            "{target}"
+        );
+        assert_eq!(dataset.get_f32("score").unwrap().as_ptr() as usize % 64, 0);
+    }
+}
+
+/// A damaged array of a chunked aligned dataset fails on read (per-tensor CRC-32C), at open
+/// (`AtOpen`: the trailer), and not at all under `Trusted`; damage before the payload fails the
+/// lazy open through the chunk index's prefix CRC-32C.
+#[test]
+fn a_chunked_aligned_dataset_catches_damage_in_every_integrity_mode() {
+    let samples = dataset_samples();
+    let bytes = build(Format::Dataset, &samples, Some(1));
+    let clean = AlignedTensors::open(&bytes[..], Format::Dataset, Integrity::PerTensor).unwrap();
+    let target = clean.file_range(clean.index().get("quantity").unwrap());
+    let mut damaged = bytes.clone();
+    damaged[target.start + 5] ^= 0x04;
+    let lazy = AlignedTensors::open(&damaged[..], Format::Dataset, Integrity::PerTensor).unwrap();
+    assert_eq!(
+        lazy.tensor("quantity").unwrap_err().signal(),
+        Signal::ChecksumMismatch
+    );
+    assert!(lazy.tensor("price").is_ok());
+    let error = AlignedTensors::open(&damaged[..], Format::Dataset, Integrity::AtOpen).unwrap_err();
+    assert_eq!(error.signal(), Signal::ChecksumMismatch);
+    let trusted = AlignedTensors::open(&damaged[..], Format::Dataset, Integrity::Trusted).unwrap();
+    assert_ne!(
+        trusted.tensor("quantity").unwrap().bytes(),
+        &samples[1].bytes[..]
+    );
+    // The metadata precedes the chunk index: its damage fails the lazy open.
+    let metadata_at = envelope_core::HEADER_LEN;
+    let mut damaged = bytes.clone();
+    damaged[metadata_at + 2] ^= 0x01;
+    for integrity in [Integrity::PerTensor, Integrity::Trusted] {
+        let error = AlignedTensors::open(&damaged[..], Format::Dataset, integrity).unwrap_err();
+        assert_eq!(error.signal(), Signal::ChecksumMismatch, "{integrity:?}");
+    }
 }
 
 /// A trueno computation on mapped data: a dot product and a matrix-vector product.

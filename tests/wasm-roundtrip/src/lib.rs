@@ -152,10 +152,14 @@ const RECIPES: &[(&str, Build)] = &[
         encrypted_multi_streaming,
     ),
     ("trueno-native.ald", trueno_dataset),
+    ("trueno-native-streaming.ald", trueno_dataset_streaming),
     (
         "fail_array_bit_flip.ChecksumMismatch.ald",
         trueno_dataset_array_flipped,
     ),
+    ("fail_streaming_array_bit_flip.ChecksumMismatch.ald", || {
+        array_flipped(trueno_dataset_streaming()?.0)
+    }),
     ("fail_tampered_signed.SignatureInvalid.apr", tampered_signed),
     ("fail_bit_flip.ChecksumMismatch.ald", bit_flip),
 ];
@@ -480,6 +484,16 @@ const TRUENO_ROWS: usize = 777;
 /// A TRUENO_NATIVE dataset written by the `.ald` crate: one column of every array type (f32, f64,
 /// i32, i64, u8), each stored as one 64-byte-aligned array.
 fn trueno_dataset() -> Result<(Vec<u8>, Outcome)> {
+    trueno_dataset_with(false)
+}
+
+/// The TRUENO_NATIVE dataset in its STREAMING form: one chunk holding every row and the whole
+/// aligned payload (docs/zerocopy.md §10.1), the form of datasets over 4 GiB.
+fn trueno_dataset_streaming() -> Result<(Vec<u8>, Outcome)> {
+    trueno_dataset_with(true)
+}
+
+fn trueno_dataset_with(streaming: bool) -> Result<(Vec<u8>, Outcome)> {
     use arrow_array::{ArrayRef, Float32Array, Float64Array, Int32Array, Int64Array, UInt8Array};
     use std::sync::Arc;
     let n = i32::try_from(TRUENO_ROWS).unwrap_or(i32::MAX);
@@ -517,16 +531,25 @@ fn trueno_dataset() -> Result<(Vec<u8>, Outcome)> {
     ];
     let batch = arrow_array::RecordBatch::try_from_iter(columns)
         .map_err(|_| Error::InvalidArgument("the sample table cannot be built"))?;
-    let parts = ald::aligned::trueno_parts(
+    let options = ald::aligned::TruenoOptions {
+        backend: BackendHint::WasmSimd,
+        streaming,
+    };
+    let parts = ald::aligned::trueno_parts_with(
         &ald::ArrowDataset::from_batch(batch),
         ald::DatasetType::Tabular,
         &ald::Metadata::default(),
-        BackendHint::WasmSimd,
+        &options,
     )?;
+    let flags = if streaming {
+        Flags::TRUENO_NATIVE.with(Flags::STREAMING)
+    } else {
+        Flags::TRUENO_NATIVE
+    };
     let expected = Outcome::loaded(
         Format::Dataset,
         ald::DatasetType::Tabular.id(),
-        Flags::TRUENO_NATIVE,
+        flags,
         Compression::None,
         TRUENO_ROWS as u64,
         parts.payload.stored(),
@@ -537,7 +560,12 @@ fn trueno_dataset() -> Result<(Vec<u8>, Outcome)> {
 /// The TRUENO_NATIVE dataset with one bit of an array flipped and the CRC32 trailer recomputed:
 /// only the array's own CRC-32C in the tensor index can tell, and the reader must refuse it.
 fn trueno_dataset_array_flipped() -> Result<(Vec<u8>, Outcome)> {
-    let (mut bytes, _) = trueno_dataset()?;
+    array_flipped(trueno_dataset()?.0)
+}
+
+/// `bytes` (a TRUENO_NATIVE dataset sample) with one bit of its i64 array flipped and the CRC32
+/// trailer recomputed.
+fn array_flipped(mut bytes: Vec<u8>) -> Result<(Vec<u8>, Outcome)> {
     let envelope = Envelope::parse(&bytes[..], Format::Dataset)?;
     let payload = envelope
         .layout()

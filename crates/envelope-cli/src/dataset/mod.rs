@@ -57,6 +57,8 @@ pub struct ConvertArgs {
     pub dataset_type: String,
     /// Write a STREAMING .ald: row groups that are compressed, stored and read one at a time.
     /// Converting into a STREAMING file holds one row group in memory, whatever the input size.
+    /// With --trueno-native: the large-file form, one chunk holding every row, whose chunk index
+    /// records sizes past 4 GiB (written without the flag too when the arrays need it).
     #[arg(long)]
     pub streaming: bool,
     /// Write the zero-copy deployment form of an .ald output (TRUENO_NATIVE, 000 §10): each
@@ -64,8 +66,9 @@ pub struct ConvertArgs {
     /// `zerocopy_trueno::MappedDataset` maps the file and borrows columns in place, and `info`
     /// answers from the header and the index alone whatever the file's size. Decompresses once;
     /// every .ald reader still loads the file. Columns must be Float32, Float64, Int32, Int64 or
-    /// UInt8 without nulls (a nullable column holding no null is accepted); the output is neither
-    /// compressed nor STREAMING. Reads any input convert reads, .ald included.
+    /// UInt8 without nulls (a nullable column holding no null is accepted); the output is not
+    /// compressed, and STREAMING (as one chunk of every row) only with --streaming or when the
+    /// arrays exceed 4 GiB. Reads any input convert reads, .ald included.
     #[arg(long)]
     pub trueno_native: bool,
     /// The SIMD backend hint stored with each array with --trueno-native (auto, scalar, sse2,
@@ -77,9 +80,10 @@ pub struct ConvertArgs {
         requires = "trueno_native"
     )]
     pub backend: String,
-    /// Rows per row group with --streaming.
-    #[arg(long, value_name = "N", default_value_t = ald::DEFAULT_CHUNK_ROWS, requires = "streaming")]
-    pub chunk_rows: usize,
+    /// Rows per row group with --streaming [default: 65536]. Not with --trueno-native, whose one
+    /// chunk holds every row.
+    #[arg(long, value_name = "N", requires = "streaming")]
+    pub chunk_rows: Option<usize>,
     /// A JSON dataset card for an .ald output: either a DatasetCard object (name, version,
     /// license, tags, description, sources, intended_uses, limitations, citation) or the whole
     /// metadata object (card, columns, compliance, query_pub_key).
@@ -243,7 +247,7 @@ pub fn convert(tool: Tool, args: &ConvertArgs) -> anyhow::Result<()> {
         args.compression.unwrap_or(CompressionArg::ZstdL3).into(),
     );
     if args.streaming {
-        save.chunk_rows = Some(args.chunk_rows);
+        save.chunk_rows = Some(args.chunk_rows.unwrap_or(ald::DEFAULT_CHUNK_ROWS));
     }
     if let Some(card) = &args.card {
         save.metadata = read_card(card)?;
@@ -284,9 +288,9 @@ fn check_trueno_options(args: &ConvertArgs) -> anyhow::Result<()> {
             "Usage: --trueno-native files are stored uncompressed (their arrays are read in place); drop --compression or pass --compression none"
         );
     }
-    if args.streaming {
+    if args.chunk_rows.is_some() {
         anyhow::bail!(
-            "Usage: --trueno-native datasets are not STREAMING (each column is one aligned array); drop --streaming"
+            "Usage: a --trueno-native STREAMING dataset has one chunk holding every row (each column is one aligned array); drop --chunk-rows"
         );
     }
     backend_hint(&args.backend)?;
@@ -311,11 +315,20 @@ fn convert_trueno(args: &ConvertArgs, source: &Source<'_>) -> anyhow::Result<()>
         .read_all()
         .with_context(|| format!("reading {}", args.input.display()))?;
     bar.set_position(dataset.num_rows());
-    let parts = ald::aligned::trueno_parts(&dataset, dataset_type, &metadata, backend)?;
+    let options = ald::aligned::TruenoOptions {
+        backend,
+        streaming: args.streaming,
+    };
+    let parts = ald::aligned::trueno_parts_with(&dataset, dataset_type, &metadata, &options)?;
     envelope_core::fs::save(&args.output, &parts)?;
     bar.finish_and_clear();
+    let streaming = if matches!(parts.payload, envelope_core::Payload::Chunked { .. }) {
+        ", STREAMING as one chunk"
+    } else {
+        ""
+    };
     say(&format!(
-        "wrote {} rows to {} (.ald, TRUENO_NATIVE: {} columns as 64-byte-aligned arrays, zero-copy)",
+        "wrote {} rows to {} (.ald, TRUENO_NATIVE{streaming}: {} columns as 64-byte-aligned arrays, zero-copy)",
         dataset.num_rows(),
         args.output.display(),
         dataset.schema().fields().len()
