@@ -403,3 +403,51 @@ fn license_expired_files_are_refused() {
     );
     ws.ok(&["head", "valid.ald"]);
 }
+
+/// Inputs over 64 MiB become STREAMING `.ald` files unless `--whole` says otherwise (bounded
+/// memory while converting, lazy opening and loading on every core afterwards); small ones stay
+/// whole unless `--streaming` says otherwise.
+#[test]
+fn large_inputs_convert_to_streaming_files_by_default() {
+    let ws = Workspace::new();
+    let long = "x".repeat(1 << 20);
+    let mut csv = String::from("id,text\n");
+    for i in 0..65 {
+        csv.push_str(&format!("{i},{long}\n"));
+    }
+    ws.write("big.csv", csv.as_bytes());
+    let info = |file: &str| ws.ok(&["info", file]);
+    ws.ok(&["convert", "big.csv", "auto.ald", "--compression", "none"]);
+    assert!(
+        info("auto.ald").contains("STREAMING"),
+        "{}",
+        info("auto.ald")
+    );
+    ws.ok(&[
+        "convert",
+        "big.csv",
+        "whole.ald",
+        "--compression",
+        "none",
+        "--whole",
+    ]);
+    assert!(
+        !info("whole.ald").contains("STREAMING"),
+        "{}",
+        info("whole.ald")
+    );
+    ws.ok(&["convert", "data.csv", "small.ald"]);
+    assert!(
+        !info("small.ald").contains("STREAMING"),
+        "{}",
+        info("small.ald")
+    );
+    let both = ws.run(&["convert", "big.csv", "x.ald", "--whole", "--streaming"]);
+    assert!(!both.status.success());
+    assert!(
+        stderr(&both).contains("cannot be used with"),
+        "{}",
+        stderr(&both)
+    );
+    assert!(ws.read("auto.ald").len() > 64 << 20);
+}

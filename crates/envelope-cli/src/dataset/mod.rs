@@ -56,11 +56,17 @@ pub struct ConvertArgs {
     #[arg(long = "type", value_name = "TYPE", default_value = "tabular")]
     pub dataset_type: String,
     /// Write a STREAMING .ald: row groups that are compressed, stored and read one at a time.
-    /// Converting into a STREAMING file holds one row group in memory, whatever the input size.
-    /// With --trueno-native: the large-file form, one chunk holding every row, whose chunk index
-    /// records sizes past 4 GiB (written without the flag too when the arrays need it).
+    /// Converting into a STREAMING file holds one row group in memory, whatever the input size;
+    /// reading opens it lazily and loads its row groups on every core. The default for inputs
+    /// larger than 64 MiB (--whole to write one payload instead). With --trueno-native: the
+    /// large-file form, one chunk holding every row, whose chunk index records sizes past 4 GiB
+    /// (written without the flag too when the arrays need it).
     #[arg(long)]
     pub streaming: bool,
+    /// Write an .ald output as one payload (not STREAMING) even for an input larger than 64 MiB.
+    /// The whole table is then held in memory while converting.
+    #[arg(long, conflicts_with = "streaming")]
+    pub whole: bool,
     /// Write the zero-copy deployment form of an .ald output (TRUENO_NATIVE, 000 §10): each
     /// column stored uncompressed as one 64-byte-aligned array listed in a tensor index, so that
     /// `zerocopy_trueno::MappedDataset` maps the file and borrows columns in place, and `info`
@@ -246,7 +252,7 @@ pub fn convert(tool: Tool, args: &ConvertArgs) -> anyhow::Result<()> {
         args.dataset_type.parse::<DatasetType>()?,
         args.compression.unwrap_or(CompressionArg::ZstdL3).into(),
     );
-    if args.streaming {
+    if args.streaming || (!args.whole && large_input(&args.input)) {
         save.chunk_rows = Some(args.chunk_rows.unwrap_or(ald::DEFAULT_CHUNK_ROWS));
     }
     if let Some(card) = &args.card {
@@ -275,6 +281,15 @@ pub fn convert(tool: Tool, args: &ConvertArgs) -> anyhow::Result<()> {
         FileKind::of(&args.output)?.name()
     ));
     Ok(())
+}
+
+/// Inputs larger than this are converted into STREAMING `.ald` files unless `--whole` says
+/// otherwise: bounded memory while converting, lazy opening and loading on every core afterwards.
+const AUTO_STREAMING_INPUT_BYTES: u64 = 64 << 20;
+
+/// Whether `input` is large enough to be written STREAMING by default.
+fn large_input(input: &std::path::Path) -> bool {
+    std::fs::metadata(input).is_ok_and(|meta| meta.len() > AUTO_STREAMING_INPUT_BYTES)
 }
 
 /// `Usage` unless the options of `convert --trueno-native` fit together (checked before the
