@@ -177,7 +177,7 @@ impl<B: AsRef<[u8]>> Opened<B> {
             return ArrowDataset::new(self.schema.clone(), vec![batch]);
         }
         let batches = if self.is_encrypted() {
-            ipc::decode_batches(self.envelope.schema(), self.decoded_payload(options)?)?
+            ipc::decode_batches(self.envelope.schema(), self.decrypted_payload(options)?)?
         } else {
             ipc::decode_from_reader(self.envelope.schema(), self.envelope.payload_reader()?)?
         };
@@ -206,7 +206,7 @@ impl<B: AsRef<[u8]>> Opened<B> {
             return Err(Error::InvalidArgument("the file is not TRUENO_NATIVE"));
         };
         let (payload, verified) = if self.is_encrypted() {
-            (ArrayBytes::Owned(self.decoded_payload(options)?), true)
+            (ArrayBytes::Owned(self.decrypted_payload(options)?), true)
         } else {
             (
                 ArrayBytes::Borrowed(self.envelope.payload()),
@@ -216,13 +216,9 @@ impl<B: AsRef<[u8]>> Opened<B> {
         aligned::decode_arrays(index, &self.schema, self.num_rows(), &payload, verified)
     }
 
-    fn decoded_payload(&self, options: &LoadOptions<'_>) -> Result<Buffer> {
-        if !self.is_encrypted() {
-            return Ok(match self.envelope.decode_payload()? {
-                std::borrow::Cow::Owned(bytes) => Buffer::from_vec(bytes),
-                std::borrow::Cow::Borrowed(bytes) => Buffer::from(bytes),
-            });
-        }
+    /// The decrypted, decompressed payload of an encrypted file (callers read unencrypted
+    /// payloads through `Envelope::payload_reader`, or the aligned arrays in place).
+    fn decrypted_payload(&self, options: &LoadOptions<'_>) -> Result<Buffer> {
         #[cfg(feature = "format-encryption")]
         if let Some(key) = options.key {
             let payload = envelope_crypto::Decryptor::new(&self.envelope, key)?.payload()?;
