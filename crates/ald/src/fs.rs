@@ -33,10 +33,10 @@ pub fn save(path: impl AsRef<Path>, dataset: &ArrowDataset, options: &SaveOption
 /// its arrays' memory. The loaded table owns its memory: nothing refers to the mapping once `load`
 /// returns. An encrypted payload is decrypted whole.
 ///
-/// A STREAMING file's chunks are decoded on one thread per core (they decode independently,
-/// docs/ald.md §6); any other payload on the calling thread.
+/// An unencrypted STREAMING file's chunks are decoded on one thread per core (they decode
+/// independently, docs/ald.md §6); any other payload on the calling thread.
 ///
-/// How the bytes are verified: a STREAMING file is read the lazy way of docs/envelope.md §4.1,
+/// How the bytes are verified: such a file is read the lazy way of docs/envelope.md §4.1,
 /// which covers every byte the table is made of with one pass: the header and indexes by their
 /// CRC-32C, each chunk by its own CRC-32C just before it is decoded, while it is still in the
 /// processor's cache. A file with frames after the payload (signature, license), which the lazy
