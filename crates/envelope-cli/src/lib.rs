@@ -46,3 +46,15 @@ fn chain_message(error: &anyhow::Error) -> String {
     }
     message
 }
+
+/// The `--backend` hint named `name` (`apr convert` and `alimentar convert --trueno-native`).
+///
+/// # Errors
+/// `Usage` for a name that is not a hint.
+pub fn backend_hint(name: &str) -> anyhow::Result<zerocopy_trueno::BackendHint> {
+    zerocopy_trueno::BackendHint::from_name(name).ok_or_else(|| {
+        anyhow::anyhow!(
+            "Usage: unknown backend hint {name:?} (auto, scalar, sse2, avx, avx2, avx512, neon, wasm-simd, gpu)"
+        )
+    })
+}

@@ -299,6 +299,19 @@ pub(crate) struct PayloadPart<'a> {
     pub(crate) crc32c: Option<u32>,
 }
 
+impl PayloadPart<'_> {
+    /// `ChecksumMismatch` unless the stored bytes have the CRC-32C the part carries (if any).
+    pub(crate) fn check(&self) -> Result<()> {
+        if let Some(stored) = self.crc32c {
+            let computed = crc32c::crc32c(self.stored);
+            if computed != stored {
+                return Err(Error::ChecksumMismatch { stored, computed });
+            }
+        }
+        Ok(())
+    }
+}
+
 impl<'a> PayloadReader<'a> {
     /// A reader of `parts`, in order.
     pub(crate) fn new(compression: Compression, mut parts: Vec<PayloadPart<'a>>) -> Result<Self> {
@@ -361,12 +374,7 @@ impl<'a> PayloadReader<'a> {
         let part = self.parts.pop().ok_or(crate::FormatError::Inconsistent {
             reason: "the payload's parts end before their declared sizes",
         })?;
-        if let Some(stored) = part.crc32c {
-            let computed = crc32c::crc32c(part.stored);
-            if computed != stored {
-                return Err(Error::ChecksumMismatch { stored, computed });
-            }
-        }
+        part.check()?;
         Ok(self.current.insert(DecodedReader::new(
             self.compression,
             part.stored,

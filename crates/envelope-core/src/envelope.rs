@@ -230,29 +230,13 @@ impl<B: AsRef<[u8]>> Envelope<B> {
     /// `InvalidFormat` if the file is not STREAMING or has no such chunk; `ChecksumMismatch` if a
     /// lazily opened chunk does not match its CRC-32C.
     pub fn chunk(&self, chunk: usize) -> Result<&[u8]> {
-        let index = self.chunk_index.as_ref().ok_or(FormatError::Inconsistent {
-            reason: "chunks were requested from a file without the STREAMING flag",
-        })?;
-        let entry = index.entries().get(chunk).ok_or(FormatError::NoSuchChunk {
-            chunk: chunk as u64,
-            count: index.len() as u64,
-        })?;
-        let payload = self.layout.span(Section::Payload).unwrap_or_default();
-        let span = Span {
-            offset: payload.offset + entry.stored_offset,
-            len: entry.stored_size,
-        };
-        let stored = &self.bytes.as_ref()[to_range(span)];
-        if self.lazy && !self.header().flags().contains(Flags::ENCRYPTED) {
-            let computed = crc32c::crc32c(stored);
-            if computed != entry.stored_crc32c {
-                return Err(Error::ChecksumMismatch {
-                    stored: entry.stored_crc32c,
-                    computed,
-                });
-            }
+        let mut part = self.chunk_part(chunk)?;
+        if self.header().flags().contains(Flags::ENCRYPTED) {
+            // Encrypted chunks are authenticated by AES-GCM instead (their stored CRC-32C is 0).
+            part.crc32c = None;
         }
-        Ok(stored)
+        part.check()?;
+        Ok(part.stored)
     }
 
     /// Decompresses chunk `chunk` of an unencrypted STREAMING file.
@@ -359,6 +343,11 @@ impl<B: AsRef<[u8]>> Envelope<B> {
     /// such chunk.
     pub fn chunk_reader(&self, chunk: usize) -> Result<PayloadReader<'_>> {
         self.refuse_encrypted()?;
+        PayloadReader::new(self.header().compression(), vec![self.chunk_part(chunk)?])
+    }
+
+    /// Chunk `chunk` as a part of a payload reader (see [`Envelope::payload_part`]).
+    fn chunk_part(&self, chunk: usize) -> Result<PayloadPart<'_>> {
         let index = self.chunk_index.as_ref().ok_or(FormatError::Inconsistent {
             reason: "chunks were requested from a file without the STREAMING flag",
         })?;
@@ -369,10 +358,7 @@ impl<B: AsRef<[u8]>> Envelope<B> {
             }
             .into());
         }
-        PayloadReader::new(
-            self.header().compression(),
-            vec![self.payload_part(index, chunk)],
-        )
+        Ok(self.payload_part(index, chunk))
     }
 
     /// Chunk `chunk` (in range) as a part of a payload reader, with its CRC-32C to check if the

@@ -149,6 +149,12 @@ impl BackendHint {
         Self::ALL.get(usize::from(code)).copied()
     }
 
+    /// The hint whose [`BackendHint::name`] is `name`.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|hint| hint.name() == name)
+    }
+
     /// Lower-case name (`auto`, `avx2`, ...).
     #[must_use]
     pub const fn name(self) -> &'static str {

@@ -308,7 +308,7 @@ fn check_trueno_options(args: &ConvertArgs) -> anyhow::Result<()> {
             "Usage: a --trueno-native STREAMING dataset has one chunk holding every row (each column is one aligned array); drop --chunk-rows"
         );
     }
-    backend_hint(&args.backend)?;
+    crate::backend_hint(&args.backend)?;
     Ok(())
 }
 
@@ -320,7 +320,7 @@ fn convert_trueno(args: &ConvertArgs, source: &Source<'_>) -> anyhow::Result<()>
         Some(card) => read_card(card)?,
         None => Metadata::default(),
     };
-    let backend = backend_hint(&args.backend)?;
+    let backend = crate::backend_hint(&args.backend)?;
     let bar = progress(&format!(
         "{} → {}",
         args.input.display(),
@@ -349,18 +349,6 @@ fn convert_trueno(args: &ConvertArgs, source: &Source<'_>) -> anyhow::Result<()>
         dataset.schema().fields().len()
     ));
     Ok(())
-}
-
-/// The backend hint called `name` (its `BackendHint::name`).
-fn backend_hint(name: &str) -> anyhow::Result<zerocopy_trueno::BackendHint> {
-    (0..=u8::MAX)
-        .map_while(zerocopy_trueno::BackendHint::from_code)
-        .find(|hint| hint.name() == name)
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "Usage: unknown backend hint {name:?} (auto, scalar, sse2, avx, avx2, avx512, neon, wasm-simd, gpu)"
-            )
-        })
 }
 
 fn expected_schema(text: Option<&str>) -> anyhow::Result<Option<SchemaRef>> {

@@ -158,17 +158,6 @@ pub struct ConvertArgs {
     pub trusted_keys: Option<PathBuf>,
 }
 
-fn backend_hint(name: &str) -> anyhow::Result<zerocopy_trueno::BackendHint> {
-    (0..=8)
-        .filter_map(zerocopy_trueno::BackendHint::from_code)
-        .find(|hint| hint.name() == name)
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "Usage: unknown backend hint {name:?} (auto, scalar, sse2, avx, avx2, avx512, neon, wasm-simd, gpu)"
-            )
-        })
-}
-
 /// `apr convert`: rewrite a tensor model, as the zero-copy TRUENO_NATIVE form or with another
 /// compression. Tensors, names, order, card and quantization are kept.
 ///
@@ -185,7 +174,12 @@ pub fn convert(args: &ConvertArgs) -> anyhow::Result<()> {
     })?;
     let card = input.metadata().model_card.clone();
     let parts = if args.trueno_native {
-        apr::trueno::trueno_parts(&model, model_type, &card, backend_hint(&args.backend)?)?
+        apr::trueno::trueno_parts(
+            &model,
+            model_type,
+            &card,
+            crate::backend_hint(&args.backend)?,
+        )?
     } else {
         let options = SaveOptions {
             card,
