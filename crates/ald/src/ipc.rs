@@ -315,53 +315,62 @@ fn read_message(reader: &mut PayloadReader<'_>) -> Result<Vec<u8>> {
 }
 
 /// Bytes before an encapsulated message's metadata: the continuation marker and the length.
-const PREFIX_LEN: usize = 8;
+pub(crate) const PREFIX_LEN: usize = 8;
 
 /// The Arrow IPC format pads metadata and bodies to, and aligns buffers on, 8 bytes. Checked
 /// because Arrow's validation assumes it (a misaligned offsets buffer makes it panic).
 const IPC_ALIGNMENT: u64 = 8;
 
-fn misaligned() -> Error {
-    malformed(
-        Section::Payload,
-        "an Arrow IPC message whose metadata, body or buffers are not aligned on 8 bytes",
-    )
-}
+const MISALIGNED: &str =
+    "an Arrow IPC message whose metadata, body or buffers are not aligned on 8 bytes";
+const PAST_END: &str = "an Arrow IPC message runs past the end of the payload";
 
 fn past_end() -> Error {
-    malformed(
-        Section::Payload,
-        "an Arrow IPC message runs past the end of the payload",
-    )
+    malformed(Section::Payload, PAST_END)
 }
 
 /// The metadata length an encapsulated message's 8-byte `prefix` declares, checked against the
 /// `available` bytes after the prefix.
 fn metadata_len(prefix: &[u8], available: u64) -> Result<u64> {
+    message_metadata_len(prefix, available)
+        .map_err(|reason| malformed(Section::Payload, reason))?
+        .ok_or_else(|| {
+            malformed(
+                Section::Payload,
+                "an end-of-stream marker inside the payload",
+            )
+        })
+}
+
+/// The metadata length an encapsulated message's 8-byte `prefix` declares (`None` for the
+/// end-of-stream marker), checked against the `available` bytes after the prefix: the checks
+/// every Arrow IPC reader here makes before Arrow sees a message (the `.ald` payload and the
+/// interchange readers of Arrow IPC files and streams).
+///
+/// # Errors
+/// Which rule the prefix breaks.
+pub(crate) fn message_metadata_len(
+    prefix: &[u8],
+    available: u64,
+) -> std::result::Result<Option<u64>, &'static str> {
     let (marker, length) = prefix
         .split_first_chunk::<4>()
         .and_then(|(marker, rest)| Some((marker, rest.first_chunk::<4>()?)))
-        .ok_or_else(past_end)?;
+        .ok_or(PAST_END)?;
     if *marker != CONTINUATION {
-        return Err(malformed(
-            Section::Payload,
-            "an Arrow IPC message without its ff ff ff ff continuation marker",
-        ));
+        return Err("an Arrow IPC message without its ff ff ff ff continuation marker");
     }
     let len = u64::from(u32::from_le_bytes(*length));
     if len == 0 {
-        return Err(malformed(
-            Section::Payload,
-            "an end-of-stream marker inside the payload",
-        ));
+        return Ok(None);
     }
     if !len.is_multiple_of(IPC_ALIGNMENT) {
-        return Err(misaligned());
+        return Err(MISALIGNED);
     }
     if len > available {
-        return Err(past_end());
+        return Err(PAST_END);
     }
-    Ok(len)
+    Ok(Some(len))
 }
 
 /// The body length a message's `metadata` declares, after checking what Arrow's decoder takes on
@@ -369,18 +378,44 @@ fn metadata_len(prefix: &[u8], available: u64) -> Result<u64> {
 /// every buffer it lists lies inside its body (Arrow's reader slices them unchecked and would
 /// panic). `available` bounds the body.
 fn checked_body_len(metadata: &[u8], available: u64) -> Result<u64> {
-    let message = arrow_ipc::root_as_message(metadata).map_err(|_| {
-        malformed(
+    match checked_batch_message(metadata, available) {
+        Ok(BatchMessage {
+            compressed: true, ..
+        }) => Err(malformed(
             Section::Payload,
-            "an Arrow IPC message whose metadata is not a Message flatbuffer",
-        )
-    })?;
+            "Arrow IPC body compression, which .ald does not use (docs/ald.md §5)",
+        )),
+        Ok(message) => Ok(message.body_len),
+        Err(reason) => Err(malformed(Section::Payload, reason)),
+    }
+}
+
+/// A record or dictionary batch message whose buffers all lie inside its body.
+pub(crate) struct BatchMessage {
+    /// The body's length.
+    pub(crate) body_len: u64,
+    /// Whether the body uses Arrow IPC body compression.
+    pub(crate) compressed: bool,
+}
+
+/// Checks a message's `metadata` (its flatbuffer) before Arrow's decoder reads it: a record or
+/// dictionary batch, whose body fits in `available` bytes, aligned, with every buffer inside the
+/// body.
+///
+/// # Errors
+/// Which rule the message breaks.
+pub(crate) fn checked_batch_message(
+    metadata: &[u8],
+    available: u64,
+) -> std::result::Result<BatchMessage, &'static str> {
+    let message = arrow_ipc::root_as_message(metadata)
+        .map_err(|_| "an Arrow IPC message whose metadata is not a Message flatbuffer")?;
     let body_len = u64::try_from(message.bodyLength())
         .ok()
         .filter(|len| *len <= available)
-        .ok_or_else(past_end)?;
+        .ok_or(PAST_END)?;
     if !body_len.is_multiple_of(IPC_ALIGNMENT) {
-        return Err(misaligned());
+        return Err(MISALIGNED);
     }
     let batch = match message.header_type() {
         arrow_ipc::MessageHeader::RecordBatch => message.header_as_record_batch(),
@@ -388,24 +423,12 @@ fn checked_body_len(metadata: &[u8], available: u64) -> Result<u64> {
             .header_as_dictionary_batch()
             .and_then(|dictionary| dictionary.data()),
         _ => {
-            return Err(malformed(
-                Section::Payload,
+            return Err(
                 "an Arrow IPC message that is neither a record batch nor a dictionary batch",
-            ));
+            );
         }
     }
-    .ok_or_else(|| {
-        malformed(
-            Section::Payload,
-            "an Arrow IPC batch message without its batch",
-        )
-    })?;
-    if batch.compression().is_some() {
-        return Err(malformed(
-            Section::Payload,
-            "Arrow IPC body compression, which .ald does not use (docs/ald.md §5)",
-        ));
-    }
+    .ok_or("an Arrow IPC batch message without its batch")?;
     for buffer in batch.buffers().iter().flatten() {
         let (offset, length) = (buffer.offset(), buffer.length());
         let inside = u64::try_from(offset)
@@ -414,16 +437,16 @@ fn checked_body_len(metadata: &[u8], available: u64) -> Result<u64> {
             .and_then(|(offset, length)| offset.checked_add(length))
             .is_some_and(|end| end <= body_len);
         if !inside {
-            return Err(malformed(
-                Section::Payload,
-                "an Arrow IPC buffer outside its message's body",
-            ));
+            return Err("an Arrow IPC buffer outside its message's body");
         }
         if !offset.unsigned_abs().is_multiple_of(IPC_ALIGNMENT) {
-            return Err(misaligned());
+            return Err(MISALIGNED);
         }
     }
-    Ok(body_len)
+    Ok(BatchMessage {
+        body_len,
+        compressed: batch.compression().is_some(),
+    })
 }
 
 fn reserve(buffer: &mut Vec<u8>, additional: u64) {

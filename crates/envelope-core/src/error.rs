@@ -226,6 +226,16 @@ pub enum FormatError {
         /// Which rule was broken (a fixed sentence from the block's documentation).
         reason: &'static str,
     },
+    /// A file of another format (CSV, JSONL, Parquet, Arrow IPC, SafeTensors) that its reader
+    /// refuses: malformed bytes, a value that does not fit its column, or bytes that made the
+    /// reader panic (caught natively and reported here).
+    #[error("{format}: {reason}")]
+    Foreign {
+        /// The file's format (`"Parquet"`, `"Arrow IPC"`, ...).
+        format: &'static str,
+        /// The reader's message, or which rule the bytes break.
+        reason: String,
+    },
     /// A compressed stream is corrupt or decodes to a size other than the declared one.
     #[error("{compression} data in {section}: {failure}")]
     Decompression {
@@ -426,6 +436,18 @@ pub enum Error {
         /// Which rule of the target it breaks.
         reason: &'static str,
     },
+    /// A column cannot be written in the chosen output format (CSV holds flat values only).
+    #[error("Usage: column {column:?} ({data_type}) cannot be written as {format}: {reason}")]
+    ColumnNotWritable {
+        /// The output format (`"CSV"`).
+        format: &'static str,
+        /// The column's name.
+        column: String,
+        /// Its Arrow type, as Arrow prints it.
+        data_type: String,
+        /// Why, and what to write instead.
+        reason: &'static str,
+    },
     /// The operating system reported an error.
     #[error("Io: {0}")]
     Io(#[from] std::io::Error),
@@ -451,7 +473,8 @@ impl Error {
             | Self::InvalidArgument(_)
             | Self::NoSuchItem { .. }
             | Self::WrongType { .. }
-            | Self::ExportFailed { .. } => Signal::Usage,
+            | Self::ExportFailed { .. }
+            | Self::ColumnNotWritable { .. } => Signal::Usage,
             Self::Io(_) => Signal::Io,
         }
     }

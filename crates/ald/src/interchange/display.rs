@@ -10,8 +10,15 @@ use envelope_core::{Error, Result};
 /// Longest cell shown in a text table before it is cut with `…`.
 pub const MAX_CELL_CHARS: usize = 48;
 
-fn display_error(_: arrow_schema::ArrowError) -> Error {
-    Error::InvalidArgument("a value cannot be displayed")
+/// `Usage` naming the column Arrow cannot format (every type can since named time zones are
+/// enabled; kept for types Arrow may add).
+fn not_displayable(field: &arrow_schema::Field, format: &'static str) -> Error {
+    Error::ColumnNotWritable {
+        format,
+        column: field.name().clone(),
+        data_type: field.data_type().to_string(),
+        reason: "Arrow cannot format values of this type",
+    }
 }
 
 /// Writes `batch` as an aligned text table with a header line; nulls print as `null`.
@@ -20,12 +27,16 @@ fn display_error(_: arrow_schema::ArrowError) -> Error {
 /// `Io` from `out`.
 pub fn write_text_table(batch: &RecordBatch, out: &mut impl Write) -> Result<()> {
     let options = FormatOptions::default().with_null("null");
+    let schema = batch.schema();
     let formatters = batch
         .columns()
         .iter()
-        .map(|column| ArrayFormatter::try_new(column.as_ref(), &options))
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(display_error)?;
+        .zip(schema.fields())
+        .map(|(column, field)| {
+            ArrayFormatter::try_new(column.as_ref(), &options)
+                .map_err(|_| not_displayable(field, "a text table"))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let mut rows: Vec<Vec<String>> = vec![
         batch
             .schema()
@@ -69,13 +80,20 @@ fn cut(mut cell: String) -> String {
     cell.replace('\n', "\\n")
 }
 
-/// Writes `batch` as a JSON array of row objects (nulls left out, as `arrow-json` does).
+/// Writes `batch` as a JSON array of row objects (nulls left out, as `arrow-json` does; every
+/// type, nested ones included, as JSONL output writes it).
 ///
 /// # Errors
 /// `Io` from `out`.
 pub fn write_json_rows(batch: &RecordBatch, out: &mut impl Write) -> Result<()> {
-    let mut writer = arrow_json::ArrayWriter::new(out);
-    writer.write(batch).map_err(display_error)?;
-    writer.finish().map_err(display_error)?;
+    let json_error = |error: arrow_schema::ArrowError| match error {
+        arrow_schema::ArrowError::IoError(_, io) => Error::Io(io),
+        _ => Error::InvalidArgument("the rows cannot be written as JSON"),
+    };
+    let mut writer = arrow_json::WriterBuilder::new()
+        .with_encoder_factory(super::json_out::factory())
+        .build::<_, arrow_json::writer::JsonArray>(out);
+    writer.write(batch).map_err(json_error)?;
+    writer.finish().map_err(json_error)?;
     Ok(())
 }

@@ -1,37 +1,58 @@
-//! Interchange files (000 §6.2), native only: CSV, JSONL, Parquet and Arrow IPC files in and
-//! out, through the Arrow project's own readers and writers (`arrow-csv`, `arrow-json`,
-//! `parquet`, `arrow-ipc`), and `.ald` itself.
+//! Interchange files (000 §6.2), native only: CSV, JSONL, Parquet and Arrow IPC (file and
+//! stream) in and out, through the Arrow project's own readers and writers (`arrow-csv`,
+//! `arrow-json`, `parquet`, `arrow-ipc`), and `.ald` itself.
 //!
 //! Everything moves in record batches, so a conversion holds one batch (or, writing a STREAMING
 //! `.ald`, one chunk) in memory at a time; outputs are written atomically (temporary file, fsync,
-//! rename). Reading failures of foreign files are `Io` errors (`InvalidData`) that quote the
-//! reader's message; `.ald` inputs fail with their Andon signal.
+//! rename).
+//!
+//! **Foreign bytes are untrusted** (SECURITY.md): a malformed input, or a value that does not fit
+//! its column, is `InvalidFormat` naming the file kind (`FormatError::Foreign`); `Io` is kept for
+//! the operating system's failures. Arrow IPC inputs get the `.ald` payload's framing checks
+//! before Arrow's decoder sees a message ([`arrow_input`]), no reader allocates from a size the
+//! input cannot hold, and the panics Arrow and parquet still raise on some bytes are caught and
+//! reported ([`guard`]). `.ald` inputs fail with their own Andon signal.
+//!
+//! **What is read as what** (docs/ald.md §9): CSV columns get pyarrow's inferred types from a
+//! bounded sample ([`csv`]); JSONL columns `arrow-json`'s, in the first object's key order;
+//! Parquet and Arrow IPC carry their schema. Writing, CSV refuses nested columns up front (as
+//! pyarrow and polars do), JSONL writes every type ([`json_out`]), Parquet keeps second
+//! resolutions, `Date64`, named time zones and dictionary order ([`parquet_out`]).
 
+mod arrow_input;
+mod csv;
+mod csv_values;
 mod display;
-mod json_order;
+mod guard;
+mod input;
+mod json_out;
+mod jsonl;
+mod parquet_out;
 mod schema_text;
 
 use std::fs::File;
-use std::io::{BufRead as _, BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use arrow_schema::{ArrowError, DataType, SchemaRef, TimeUnit};
-use envelope_core::{Error, Result};
-use parquet::arrow::ArrowWriter;
+use arrow_schema::{ArrowError, SchemaRef};
+use bytes::Bytes;
+use envelope_core::{Error, FormatError, Result};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::basic::{Compression as ParquetCompression, ZstdLevel};
-use parquet::file::properties::WriterProperties;
 
+pub use self::csv::{CsvOptions, DEFAULT_INFER_BYTES};
+pub use csv_values::PYARROW_NULL_VALUES;
 pub use display::{MAX_CELL_CHARS, write_json_rows, write_text_table};
+pub use input::{ByteProgress, ReadStage};
 pub use schema_text::parse_schema_text;
 
 use crate::dataset::{ArrowDataset, SaveOptions};
 use crate::fs::StreamingWriter;
 use crate::load::LoadOptions;
 use crate::streaming::StreamingDataset;
+use input::Origin;
 
 /// Rows per batch when reading text and Parquet files.
 pub const BATCH_ROWS: usize = 8192;
@@ -39,7 +60,7 @@ pub const BATCH_ROWS: usize = 8192;
 /// A file kind, chosen by extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileKind {
-    /// `.csv`: comma-separated, with a header row.
+    /// `.csv`: delimited text ([`CsvOptions`]).
     Csv,
     /// `.jsonl` / `.ndjson`: one JSON object per line.
     Jsonl,
@@ -47,6 +68,8 @@ pub enum FileKind {
     Parquet,
     /// `.arrow` / `.ipc` / `.feather`: the Arrow IPC *file* format.
     ArrowIpc,
+    /// `.arrows`: the Arrow IPC *stream* format (Arrow's recommended extension for it).
+    ArrowStream,
     /// `.ald`.
     Ald,
 }
@@ -67,10 +90,11 @@ impl FileKind {
             "jsonl" | "ndjson" => Self::Jsonl,
             "parquet" | "pq" => Self::Parquet,
             "arrow" | "ipc" | "feather" => Self::ArrowIpc,
+            "arrows" => Self::ArrowStream,
             "ald" => Self::Ald,
             _ => {
                 return Err(Error::InvalidArgument(
-                    "unknown file extension: use .csv, .jsonl, .parquet, .arrow or .ald",
+                    "unknown file extension: use .csv, .jsonl, .parquet, .arrow, .arrows or .ald",
                 ));
             }
         })
@@ -84,89 +108,158 @@ impl FileKind {
             Self::Jsonl => "JSONL",
             Self::Parquet => "Parquet",
             Self::ArrowIpc => "Arrow IPC",
+            Self::ArrowStream => "Arrow IPC stream",
             Self::Ald => ".ald",
         }
     }
 }
 
+/// How much of a CSV or JSONL input is read to infer its schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Inference {
+    /// CSV: the first [`DEFAULT_INFER_BYTES`] (1 MiB, pyarrow's block) of data, rounded up to a
+    /// whole batch of [`BATCH_ROWS`] rows. JSONL: every row (`arrow-json` would silently drop the
+    /// keys a sample missed).
+    #[default]
+    Default,
+    /// The first this many rows.
+    Rows(usize),
+    /// Every row (two passes over the input).
+    All,
+}
+
 /// How to read an input.
 #[derive(Debug, Clone, Default)]
 pub struct ReadOptions<'a> {
-    /// The schema of a CSV or JSONL input; inferred from the data when `None`.
+    /// The schema of a CSV or JSONL input; inferred from the data when `None`. CSV columns are
+    /// matched by position.
     pub schema: Option<SchemaRef>,
-    /// Rows read to infer a schema (`None`: all of them).
-    pub infer_rows: Option<usize>,
+    /// How much of a CSV or JSONL input is read to infer its schema.
+    pub infer: Inference,
+    /// How to split a CSV input into fields and which fields are null.
+    pub csv: CsvOptions,
+    /// Told the bytes consumed as the input is read (inference, then rows).
+    pub progress: Option<ByteProgress>,
     /// How to open an `.ald` input.
     pub ald: LoadOptions<'a>,
 }
 
-/// An `Io` error quoting a foreign file reader's message.
-fn foreign(kind: FileKind, error: impl std::fmt::Display) -> Error {
-    Error::Io(std::io::Error::new(
-        std::io::ErrorKind::InvalidData,
-        format!("{}: {error}", kind.name()),
-    ))
+/// `InvalidFormat`: a foreign file of `kind` that its reader refuses.
+fn foreign(kind: FileKind, reason: impl Into<String>) -> Error {
+    Error::InvalidFormat(FormatError::Foreign {
+        format: kind.name(),
+        reason: reason.into(),
+    })
 }
 
+/// An Arrow reader's error: `Io` if the operating system failed, else `InvalidFormat`.
+fn arrow_error(kind: FileKind, error: ArrowError) -> Error {
+    match error {
+        ArrowError::IoError(_, io) => Error::Io(io),
+        other => foreign(kind, other.to_string()),
+    }
+}
+
+/// A parquet reader's error: `Io` if the operating system failed, else `InvalidFormat`.
 fn parquet_error(error: parquet::errors::ParquetError) -> Error {
-    foreign(FileKind::Parquet, error)
+    match error {
+        parquet::errors::ParquetError::External(external)
+            if external.downcast_ref::<std::io::Error>().is_some() =>
+        {
+            match external.downcast::<std::io::Error>() {
+                Ok(io) => Error::Io(*io),
+                Err(other) => foreign(FileKind::Parquet, other.to_string()),
+            }
+        }
+        parquet::errors::ParquetError::ArrowError(message) => foreign(FileKind::Parquet, message),
+        other => foreign(FileKind::Parquet, other.to_string()),
+    }
 }
 
 /// An input file, its kind and its schema (inferred if needed), ready to be read batch by batch.
 #[derive(Debug, Clone)]
 pub struct Source<'a> {
-    path: std::path::PathBuf,
+    origin: Origin,
     kind: FileKind,
     schema: SchemaRef,
+    csv_provenance: csv::Provenance,
     options: ReadOptions<'a>,
 }
 
 impl<'a> Source<'a> {
-    /// Opens `path` and determines its schema (reading the file once more for CSV/JSONL
-    /// inference).
+    /// Opens `path` and determines its schema (for CSV, reading a sample; for JSONL, every row
+    /// unless `options.infer` bounds it).
     ///
     /// # Errors
-    /// `Usage` for an unknown extension; `Io` for an unreadable or malformed file; the Andon
+    /// `Usage` for an unknown extension; `InvalidFormat` for a malformed file; `Io`; the Andon
     /// signal of an `.ald` input.
     pub fn open(path: impl AsRef<Path>, options: ReadOptions<'a>) -> Result<Self> {
-        let path = path.as_ref().to_path_buf();
-        let kind = FileKind::of(&path)?;
+        let path = path.as_ref();
+        let kind = FileKind::of(path)?;
+        if kind == FileKind::Ald {
+            let schema = Arc::clone(StreamingDataset::open(path, &options.ald)?.schema());
+            return Ok(Self {
+                origin: Origin::File(path.to_path_buf()),
+                kind,
+                schema,
+                csv_provenance: csv::Provenance::Given,
+                options,
+            });
+        }
+        Self::from_origin(Origin::File(path.to_path_buf()), kind, options)
+    }
+
+    /// A foreign input held in memory (for fuzzing and for bytes that never were a file).
+    ///
+    /// # Errors
+    /// `Usage` for `FileKind::Ald` (load those with [`crate::load_from_bytes`]); otherwise as
+    /// [`Source::open`].
+    pub fn from_bytes(kind: FileKind, bytes: Vec<u8>, options: ReadOptions<'a>) -> Result<Self> {
+        if kind == FileKind::Ald {
+            return Err(Error::InvalidArgument(
+                "an .ald in memory is read by load_from_bytes",
+            ));
+        }
+        Self::from_origin(Origin::Memory(Bytes::from(bytes)), kind, options)
+    }
+
+    fn from_origin(origin: Origin, kind: FileKind, options: ReadOptions<'a>) -> Result<Self> {
+        let progress = options.progress.as_ref();
+        let mut csv_provenance = csv::Provenance::Given;
         let schema = match (&options.schema, kind) {
             (Some(schema), FileKind::Csv | FileKind::Jsonl) => Arc::clone(schema),
             (_, FileKind::Csv) => {
-                let format = arrow_csv::reader::Format::default().with_header(true);
-                let (schema, _) = format
-                    .infer_schema(File::open(&path)?, options.infer_rows)
-                    .map_err(|error| foreign(kind, error))?;
-                Arc::new(schema)
+                let (schema, provenance) =
+                    csv::infer_schema(&origin, &options.csv, options.infer, progress)?;
+                csv_provenance = provenance;
+                schema
             }
-            (_, FileKind::Jsonl) => {
-                let mut reader = BufReader::new(File::open(&path)?);
-                let (schema, _) = arrow_json::reader::infer_json_schema_from_seekable(
-                    &mut reader,
-                    options.infer_rows,
-                )
-                .map_err(|error| foreign(kind, error))?;
-                let mut first = String::new();
-                while first.trim().is_empty() && reader.read_line(&mut first)? > 0 {}
-                json_order::in_key_order(&schema, &json_order::top_level_keys(&first))
-            }
+            (_, FileKind::Jsonl) => jsonl::infer_schema(&origin, options.infer, progress)?,
             (_, FileKind::Parquet) => {
-                let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(&path)?)
-                    .map_err(parquet_error)?;
-                Arc::clone(builder.schema())
+                let input = parquet_input(&origin, None)?;
+                guard::guarded(kind.name(), || {
+                    ParquetRecordBatchReaderBuilder::try_new(input)
+                        .map(|builder| Arc::clone(builder.schema()))
+                        .map_err(parquet_error)
+                })?
             }
             (_, FileKind::ArrowIpc) => {
-                let reader = arrow_ipc::reader::FileReader::try_new(File::open(&path)?, None)
-                    .map_err(|error| foreign(kind, error))?;
-                reader.schema()
+                Arc::clone(arrow_input::IpcFile::open(&origin, None)?.schema())
             }
-            (_, FileKind::Ald) => Arc::clone(StreamingDataset::open(&path, &options.ald)?.schema()),
+            (_, FileKind::ArrowStream) => {
+                Arc::clone(arrow_input::IpcStream::open(&origin, None)?.schema())
+            }
+            (_, FileKind::Ald) => {
+                return Err(Error::InvalidArgument(
+                    "an .ald in memory is read by load_from_bytes",
+                ));
+            }
         };
         Ok(Self {
-            path,
+            origin,
             kind,
             schema,
+            csv_provenance,
             options,
         })
     }
@@ -183,10 +276,16 @@ impl<'a> Source<'a> {
         &self.schema
     }
 
-    /// Size of the input file, for progress reports.
+    /// Size of the input in bytes: the total of [`ReadOptions::progress`]'s reports.
     #[must_use]
-    pub fn file_len(&self) -> u64 {
-        std::fs::metadata(&self.path).map_or(0, |meta| meta.len())
+    pub fn len(&self) -> u64 {
+        self.origin.len().unwrap_or(0)
+    }
+
+    /// Whether the input is empty.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Calls `each` with every batch in order, holding one at a time.
@@ -204,80 +303,108 @@ impl<'a> Source<'a> {
     pub fn head(&self, rows: u64) -> Result<RecordBatch> {
         let mut remaining = rows;
         let mut taken = Vec::new();
-        self.visit(|batch| {
-            let take = remaining.min(batch.num_rows() as u64);
-            let take_rows = usize::try_from(take).unwrap_or(usize::MAX);
-            taken.push(batch.slice(0, take_rows));
-            remaining -= take;
-            Ok(if remaining == 0 {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            })
-        })?;
+        if remaining > 0 {
+            self.visit(|batch| {
+                let take = remaining.min(batch.num_rows() as u64);
+                let take_rows = usize::try_from(take).unwrap_or(usize::MAX);
+                taken.push(batch.slice(0, take_rows));
+                remaining -= take;
+                Ok(if remaining == 0 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                })
+            })?;
+        }
         arrow_select::concat::concat_batches(&self.schema, &taken)
-            .map_err(|_| Error::InvalidArgument("the batches cannot be concatenated"))
+            .map_err(|error| arrow_error(self.kind, error))
     }
 
     fn visit(&self, mut each: impl FnMut(RecordBatch) -> Result<ControlFlow<()>>) -> Result<()> {
-        macro_rules! each {
-            ($batch:expr) => {
-                if each($batch)?.is_break() {
-                    return Ok(());
-                }
-            };
-        }
         let kind = self.kind;
-        let wrap = |error: ArrowError| foreign(kind, error);
+        let progress = self.options.progress.as_ref();
         match kind {
-            FileKind::Csv => {
-                let reader = arrow_csv::ReaderBuilder::new(Arc::clone(&self.schema))
-                    .with_header(true)
-                    .with_batch_size(BATCH_ROWS)
-                    .build(File::open(&self.path)?)
-                    .map_err(wrap)?;
-                for batch in reader {
-                    each!(batch.map_err(wrap)?);
-                }
-            }
-            FileKind::Jsonl => {
-                let reader = arrow_json::ReaderBuilder::new(Arc::clone(&self.schema))
-                    .with_batch_size(BATCH_ROWS)
-                    .build(BufReader::new(File::open(&self.path)?))
-                    .map_err(wrap)?;
-                for batch in reader {
-                    each!(batch.map_err(wrap)?);
-                }
-            }
+            FileKind::Csv => csv::read(
+                &self.origin,
+                &self.options.csv,
+                &self.schema,
+                self.csv_provenance,
+                progress,
+                each,
+            ),
+            FileKind::Jsonl => jsonl::read(&self.origin, &self.schema, progress, each),
             FileKind::Parquet => {
-                let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&self.path)?)
-                    .map_err(parquet_error)?
-                    .with_batch_size(BATCH_ROWS)
-                    .build()
-                    .map_err(parquet_error)?;
-                for batch in reader {
-                    each!(batch.map_err(wrap)?);
+                let input = parquet_input(&self.origin, progress)?;
+                let mut reader = guard::guarded(kind.name(), || {
+                    ParquetRecordBatchReaderBuilder::try_new(input)
+                        .and_then(|builder| builder.with_batch_size(BATCH_ROWS).build())
+                        .map_err(parquet_error)
+                })?;
+                while let Some(batch) = guard::guarded(kind.name(), || {
+                    reader
+                        .next()
+                        .transpose()
+                        .map_err(|error| arrow_error(kind, error))
+                })? {
+                    if each(batch)?.is_break() {
+                        break;
+                    }
                 }
+                Ok(())
             }
             FileKind::ArrowIpc => {
-                let reader = arrow_ipc::reader::FileReader::try_new(File::open(&self.path)?, None)
-                    .map_err(wrap)?;
-                for batch in reader {
-                    each!(batch.map_err(wrap)?);
+                let mut file = arrow_input::IpcFile::open(&self.origin, progress)?;
+                while let Some(batch) = file.next_batch()? {
+                    if each(batch)?.is_break() {
+                        break;
+                    }
                 }
+                Ok(())
             }
-            FileKind::Ald => {
-                let dataset = StreamingDataset::open(&self.path, &self.options.ald)?;
-                #[cfg(feature = "format-encryption")]
-                let reader = match self.options.ald.key {
-                    Some(key) if dataset.file().is_encrypted() => dataset.with_key(key)?,
-                    _ => dataset.reader(),
-                };
-                #[cfg(not(feature = "format-encryption"))]
-                let reader = dataset.reader();
-                for chunk in 0..dataset.num_chunks() {
-                    each!(reader.get_chunk(chunk)?);
+            FileKind::ArrowStream => {
+                let mut stream = arrow_input::IpcStream::open(&self.origin, progress)?;
+                while let Some(batch) = stream.next_batch()? {
+                    if each(batch)?.is_break() {
+                        break;
+                    }
                 }
+                Ok(())
+            }
+            FileKind::Ald => self.visit_ald(each),
+        }
+    }
+
+    fn visit_ald(
+        &self,
+        mut each: impl FnMut(RecordBatch) -> Result<ControlFlow<()>>,
+    ) -> Result<()> {
+        let Origin::File(path) = &self.origin else {
+            return Err(Error::InvalidArgument(
+                "an .ald in memory is read by load_from_bytes",
+            ));
+        };
+        let dataset = StreamingDataset::open(path, &self.options.ald)?;
+        #[cfg(feature = "format-encryption")]
+        let reader = match self.options.ald.key {
+            Some(key) if dataset.file().is_encrypted() => dataset.with_key(key)?,
+            _ => dataset.reader(),
+        };
+        #[cfg(not(feature = "format-encryption"))]
+        let reader = dataset.reader();
+        let progress = self.options.progress.as_ref();
+        if let Some(progress) = progress {
+            progress.report(ReadStage::Reading, 0);
+        }
+        for chunk in 0..dataset.num_chunks() {
+            let batch = reader.get_chunk(chunk)?;
+            if let Some(progress) = progress {
+                let done = dataset
+                    .chunk_file_range(chunk)
+                    .map_or_else(|| self.len(), |range| range.end);
+                progress.report(ReadStage::Reading, done);
+            }
+            if each(batch)?.is_break() {
+                break;
             }
         }
         Ok(())
@@ -297,15 +424,95 @@ impl<'a> Source<'a> {
     }
 }
 
+/// A Parquet input as parquet's reader wants it: ranges read on demand, each checked to lie in
+/// the input (parquet's own `File` reader allocates whatever length the metadata declares before
+/// reading), the furthest byte read reported as progress.
+struct ParquetInput {
+    origin: ParquetBytes,
+    len: u64,
+    progress: Option<ByteProgress>,
+}
+
+enum ParquetBytes {
+    File(File),
+    Memory(Bytes),
+}
+
+fn parquet_input(origin: &Origin, progress: Option<&ByteProgress>) -> Result<ParquetInput> {
+    let len = origin.len()?;
+    let origin = match origin {
+        Origin::File(path) => ParquetBytes::File(File::open(path)?),
+        Origin::Memory(bytes) => ParquetBytes::Memory(bytes.clone()),
+    };
+    if let Some(progress) = progress {
+        progress.report(ReadStage::Reading, 0);
+    }
+    Ok(ParquetInput {
+        origin,
+        len,
+        progress: progress.cloned(),
+    })
+}
+
+impl parquet::file::reader::Length for ParquetInput {
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl parquet::file::reader::ChunkReader for ParquetInput {
+    type T = Box<dyn std::io::Read + Send>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        if start > self.len {
+            return Err(parquet::errors::ParquetError::EOF(format!(
+                "a read at offset {start} of a {}-byte file",
+                self.len
+            )));
+        }
+        Ok(match &self.origin {
+            ParquetBytes::File(file) => Box::new(file.get_read(start)?),
+            ParquetBytes::Memory(bytes) => Box::new(bytes.get_read(start)?),
+        })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let end = start
+            .checked_add(length as u64)
+            .filter(|end| *end <= self.len);
+        let Some(end) = end else {
+            return Err(parquet::errors::ParquetError::EOF(format!(
+                "{length} bytes at offset {start} of a {}-byte file",
+                self.len
+            )));
+        };
+        let bytes = match &self.origin {
+            ParquetBytes::File(file) => file.get_bytes(start, length)?,
+            ParquetBytes::Memory(bytes) => bytes.get_bytes(start, length)?,
+        };
+        if let Some(progress) = &self.progress {
+            progress.report(ReadStage::Reading, end);
+        }
+        Ok(bytes)
+    }
+}
+
 /// Writes batches of one schema to an interchange file atomically; created by [`convert`] and
 /// [`write_file`].
+///
+/// # Errors
+/// `Usage` for a schema the format cannot hold (nested columns in CSV), before anything is
+/// written; the writer's errors; `Io`.
 fn write_foreign(
     path: &Path,
     kind: FileKind,
     schema: &SchemaRef,
     feed: impl FnOnce(&mut dyn FnMut(&RecordBatch) -> Result<()>) -> Result<()>,
 ) -> Result<()> {
-    let wrap = |error: ArrowError| foreign(kind, error);
+    let wrap = |error: ArrowError| arrow_error(kind, error);
+    if kind == FileKind::Csv {
+        check_flat(schema)?;
+    }
     envelope_core::fs::write_atomic(path, |out: &mut BufWriter<&File>| {
         match kind {
             FileKind::Csv => {
@@ -328,27 +535,22 @@ fn write_foreign(
                 }
             }
             FileKind::Jsonl => {
-                let mut writer = arrow_json::LineDelimitedWriter::new(&mut *out);
+                let mut writer = arrow_json::WriterBuilder::new()
+                    .with_encoder_factory(json_out::factory())
+                    .build::<_, arrow_json::writer::LineDelimited>(&mut *out);
                 feed(&mut |batch| writer.write(batch).map_err(wrap))?;
                 writer.finish().map_err(wrap)?;
             }
-            FileKind::Parquet => {
-                let properties = WriterProperties::builder()
-                    .set_compression(ParquetCompression::ZSTD(ZstdLevel::default()))
-                    .build();
-                let stored = parquet_schema(schema);
-                let mut writer =
-                    ArrowWriter::try_new(&mut *out, Arc::clone(&stored), Some(properties))
-                        .map_err(parquet_error)?;
-                feed(&mut |batch| {
-                    let batch = to_parquet_types(batch, &stored)?;
-                    writer.write(&batch).map_err(parquet_error)
-                })?;
-                writer.close().map_err(parquet_error)?;
-            }
+            FileKind::Parquet => parquet_out::write(&mut *out, schema, feed)?,
             FileKind::ArrowIpc => {
                 let mut writer =
                     arrow_ipc::writer::FileWriter::try_new(&mut *out, schema).map_err(wrap)?;
+                feed(&mut |batch| writer.write(batch).map_err(wrap))?;
+                writer.finish().map_err(wrap)?;
+            }
+            FileKind::ArrowStream => {
+                let mut writer =
+                    arrow_ipc::writer::StreamWriter::try_new(&mut *out, schema).map_err(wrap)?;
                 feed(&mut |batch| writer.write(batch).map_err(wrap))?;
                 writer.finish().map_err(wrap)?;
             }
@@ -363,49 +565,28 @@ fn write_foreign(
     })
 }
 
-/// The schema a Parquet output gets: Parquet has no logical type for second-resolution
-/// timestamps and times, so, as pyarrow does, those columns are widened (losslessly) to
-/// milliseconds; every Parquet reader then sees a timestamp rather than a bare integer.
-fn parquet_schema(schema: &SchemaRef) -> SchemaRef {
-    let fields: Vec<arrow_schema::Field> = schema
+/// `Usage` naming the first nested column: CSV holds one flat value per field (pyarrow's and
+/// polars' CSV writers refuse them too).
+fn check_flat(schema: &SchemaRef) -> Result<()> {
+    match schema
         .fields()
         .iter()
-        .map(|field| {
-            let widened = match field.data_type() {
-                DataType::Timestamp(TimeUnit::Second, zone) => {
-                    DataType::Timestamp(TimeUnit::Millisecond, zone.clone())
-                }
-                DataType::Time32(TimeUnit::Second) => DataType::Time32(TimeUnit::Millisecond),
-                other => other.clone(),
-            };
-            field.as_ref().clone().with_data_type(widened)
-        })
-        .collect();
-    Arc::new(arrow_schema::Schema::new_with_metadata(
-        fields,
-        schema.metadata().clone(),
-    ))
-}
-
-fn to_parquet_types(batch: &RecordBatch, stored: &SchemaRef) -> Result<RecordBatch> {
-    if batch.schema().fields() == stored.fields() {
-        return Ok(batch.clone());
+        .find(|field| field.data_type().is_nested())
+    {
+        Some(field) => Err(Error::ColumnNotWritable {
+            format: "CSV",
+            column: field.name().clone(),
+            data_type: field.data_type().to_string(),
+            reason: "CSV holds one flat value per field; write JSONL (which holds lists, structs, maps and unions) or Parquet",
+        }),
+        None => Ok(()),
     }
-    let columns = batch
-        .columns()
-        .iter()
-        .zip(stored.fields())
-        .map(|(column, field)| arrow_cast::cast(column, field.data_type()))
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|error| foreign(FileKind::Parquet, error))?;
-    RecordBatch::try_new(Arc::clone(stored), columns)
-        .map_err(|error| foreign(FileKind::Parquet, error))
 }
 
 /// Writes `dataset` to the interchange file `path` (kind by extension), atomically.
 ///
 /// # Errors
-/// `Usage` for an `.ald` or unknown extension; `Io`.
+/// `Usage` for an unknown extension or a schema the format cannot hold; `Io`.
 pub fn write_file(path: impl AsRef<Path>, dataset: &ArrowDataset) -> Result<()> {
     let path = path.as_ref();
     let kind = FileKind::of(path)?;
@@ -425,7 +606,8 @@ pub type Progress<'p> = &'p mut dyn FnMut(u64);
 /// output holds the table, since its payload is compressed as one unit.
 ///
 /// # Errors
-/// As [`Source::for_each`], plus `Io` writing.
+/// As [`Source::for_each`], plus `Usage` for an output that cannot hold the schema and `Io`
+/// writing.
 pub fn convert(
     source: &Source<'_>,
     output: impl AsRef<Path>,

@@ -1,0 +1,183 @@
+//! Where an input's bytes come from (a file, or memory for fuzzing and embedding), and the
+//! progress reports of reading them: bytes of the input consumed so far, from the first byte.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use envelope_core::Result;
+
+/// Which pass over an input a progress report belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadStage {
+    /// Reading a CSV or JSONL sample (or all of it) to infer the schema.
+    Inferring,
+    /// Reading the rows.
+    Reading,
+}
+
+/// Receives, as an input is read, how many of its bytes have been consumed so far (the total is
+/// the file's size, [`crate::interchange::Source::len`]). Called from the reading thread, often
+/// (every buffer refill): keep it cheap, such as storing into an atomic or a progress bar.
+#[derive(Clone)]
+pub struct ByteProgress(Arc<dyn Fn(ReadStage, u64) + Send + Sync>);
+
+impl ByteProgress {
+    /// Wraps `report`.
+    pub fn new(report: impl Fn(ReadStage, u64) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(report))
+    }
+
+    /// Reports `bytes` consumed in `stage`.
+    pub fn report(&self, stage: ReadStage, bytes: u64) {
+        (self.0)(stage, bytes);
+    }
+}
+
+impl std::fmt::Debug for ByteProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ByteProgress")
+    }
+}
+
+/// An input's bytes.
+#[derive(Debug, Clone)]
+pub(crate) enum Origin {
+    /// A file, opened for each pass.
+    File(PathBuf),
+    /// Bytes in memory.
+    Memory(Bytes),
+}
+
+/// Buffer of text readers: large enough that progress reports and system calls are rare.
+const TEXT_BUFFER: usize = 256 << 10;
+
+impl Origin {
+    /// The input's size in bytes.
+    pub(crate) fn len(&self) -> Result<u64> {
+        Ok(match self {
+            Self::File(path) => std::fs::metadata(path)?.len(),
+            Self::Memory(bytes) => bytes.len() as u64,
+        })
+    }
+
+    /// A buffered reader from the first byte, reporting progress in `stage`.
+    pub(crate) fn reader(
+        &self,
+        stage: ReadStage,
+        progress: Option<&ByteProgress>,
+    ) -> Result<Box<dyn BufRead + Send>> {
+        let progress = progress.cloned();
+        Ok(match self {
+            Self::File(path) => Box::new(BufReader::with_capacity(
+                TEXT_BUFFER,
+                Counting::new(File::open(path)?, stage, progress),
+            )),
+            Self::Memory(bytes) => Box::new(BufReader::with_capacity(
+                TEXT_BUFFER,
+                Counting::new(io::Cursor::new(bytes.clone()), stage, progress),
+            )),
+        })
+    }
+}
+
+/// A reader that reports the bytes read through it.
+pub(crate) struct Counting<R> {
+    inner: R,
+    read: u64,
+    stage: ReadStage,
+    progress: Option<ByteProgress>,
+}
+
+impl<R> Counting<R> {
+    pub(crate) fn new(inner: R, stage: ReadStage, progress: Option<ByteProgress>) -> Self {
+        if let Some(progress) = &progress {
+            progress.report(stage, 0);
+        }
+        Self {
+            inner,
+            read: 0,
+            stage,
+            progress,
+        }
+    }
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.inner.read(buf)?;
+        self.read += read as u64;
+        if let Some(progress) = &self.progress {
+            progress.report(self.stage, self.read);
+        }
+        Ok(read)
+    }
+}
+
+/// Consumes a UTF-8 byte order mark, if `reader` starts with one (spreadsheet programs write
+/// it; pyarrow drops it too).
+pub(crate) fn skip_bom(reader: &mut dyn BufRead) -> io::Result<()> {
+    const BOM: &[u8] = b"\xEF\xBB\xBF";
+    let mut seen = 0;
+    while seen < BOM.len() {
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            break;
+        }
+        let take = (BOM.len() - seen).min(buffer.len());
+        if buffer[..take] != BOM[seen..seen + take] {
+            // Not a BOM; nothing has been consumed unless a BOM prefix straddled a refill,
+            // which a 256 KiB buffer never splits.
+            break;
+        }
+        reader.consume(take);
+        seen += take;
+    }
+    Ok(())
+}
+
+/// Consumes `lines` lines (through their `\n`), without holding a line in memory.
+pub(crate) fn skip_lines(reader: &mut dyn BufRead, lines: u64) -> io::Result<()> {
+    let mut left = lines;
+    while left > 0 {
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            break;
+        }
+        match buffer.iter().position(|b| *b == b'\n') {
+            Some(end) => {
+                reader.consume(end + 1);
+                left -= 1;
+            }
+            None => {
+                let all = buffer.len();
+                reader.consume(all);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    #[test]
+    fn readers_report_bytes_from_the_first_one() {
+        let seen = Arc::new(AtomicU64::new(u64::MAX));
+        let store = Arc::clone(&seen);
+        let progress = ByteProgress::new(move |_, bytes| store.store(bytes, Ordering::Relaxed));
+        let origin = Origin::Memory(Bytes::from_static(b"\xEF\xBB\xBFskip me\nand me\nrest"));
+        let mut reader = origin.reader(ReadStage::Reading, Some(&progress)).unwrap();
+        assert_eq!(seen.load(Ordering::Relaxed), 0);
+        skip_bom(&mut reader).unwrap();
+        skip_lines(&mut reader, 2).unwrap();
+        let mut rest = String::new();
+        reader.read_to_string(&mut rest).unwrap();
+        assert_eq!(rest, "rest");
+        assert_eq!(seen.load(Ordering::Relaxed), origin.len().unwrap());
+    }
+}
