@@ -226,7 +226,47 @@ fn usage_and_io_errors() {
             "--schema",
             "a: Int64, b: Utf8",
         ]),
-        "Io",
+        "InvalidFormat",
+    );
+}
+
+#[test]
+fn csv_input_options_shape_the_columns() {
+    let ws = Workspace::new();
+    ws.write(
+        "semi.csv",
+        b"# preamble\n1;NA;2024-01-01T10:00:00Z\n2;-;2024-01-01T10:00:00+0200\n",
+    );
+    let schema = ws.ok(&[
+        "schema",
+        "semi.csv",
+        "--delimiter",
+        ";",
+        "--no-header",
+        "--skip-rows",
+        "1",
+        "--null-values",
+        "NA,-",
+    ]);
+    assert_eq!(schema, "f0: Int64\nf1: Null\nf2: Timestamp(s, \"UTC\")\n");
+    ws.ok(&[
+        "convert",
+        "semi.csv",
+        "semi.jsonl",
+        "--delimiter",
+        ";",
+        "--no-header",
+        "--skip-rows",
+        "1",
+        "--infer-rows",
+        "all",
+    ]);
+    let json = String::from_utf8(ws.read("semi.jsonl")).unwrap();
+    assert!(json.contains(r#""f2":"2024-01-01T08:00:00Z""#), "{json}");
+    // CSV options for an input that is not CSV are refused, not ignored.
+    assert_signal(
+        &ws.run(&["schema", "semi.jsonl", "--delimiter", ";"]),
+        "Usage",
     );
 }
 

@@ -91,6 +91,13 @@ fn import_quantize_export_keep_names_shapes_and_order() {
         "neural-sequential",
     ]));
     let model_back = apr::fs::load_tensors(&imported, ModelType::NeuralSequential).unwrap();
+    // Imported without a card: created_at is the import time in RFC 3339, never empty.
+    let file = apr::fs::open(&imported).unwrap();
+    let created = &file.metadata().model_card.created_at;
+    assert!(
+        created.parse::<jiff::Timestamp>().is_ok() && created.ends_with('Z'),
+        "{created:?}"
+    );
     assert_eq!(model_back, model());
 
     for quant in ["q8_0", "q4_0", "q4_1", "q8_tensor"] {

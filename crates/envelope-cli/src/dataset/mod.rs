@@ -1,9 +1,9 @@
 //! `alimentar` dataset commands: `convert`, `head`, `schema`, and the dataset part of `info`
 //! ([`print_info`]). Argument parsing and printing only; the work is in the `ald` crate.
 
-use std::io::{IsTerminal as _, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use ald::arrow_schema::{Schema, SchemaRef};
 use ald::interchange::{FileKind, ReadOptions, Source};
@@ -15,6 +15,9 @@ use envelope_crypto::{DecryptionKey, Password, RecipientSecretKey};
 use envelope_sign::{Policy, TrustedKeys};
 
 use crate::security::{KeyOptions, Tool};
+
+mod csv_options;
+pub use csv_options::CsvInputArgs;
 
 /// Payload compression, as named on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -103,9 +106,9 @@ pub struct ConvertArgs {
     /// --schema. For .ald inputs the check happens before any payload byte is read.
     #[arg(long, value_name = "COLUMNS")]
     pub expect_schema: Option<String>,
-    /// Rows read to infer a CSV/JSONL schema (default: all).
-    #[arg(long, value_name = "N")]
-    pub infer_rows: Option<usize>,
+    /// How to read a CSV input, and how many rows infer its types.
+    #[command(flatten)]
+    pub csv: CsvInputArgs,
     /// How to open an .ald input.
     #[command(flatten)]
     pub keys: KeyOptions,
@@ -126,6 +129,9 @@ pub struct HeadArgs {
     /// `name: Type[ not null], ...`.
     #[arg(long, value_name = "COLUMNS")]
     pub expect_schema: Option<String>,
+    /// How to read a CSV input.
+    #[command(flatten)]
+    pub csv: CsvInputArgs,
     /// How to open an encrypted or signed file.
     #[command(flatten)]
     pub keys: KeyOptions,
@@ -139,6 +145,9 @@ pub struct SchemaArgs {
     /// Print JSON (`[{"name", "type", "nullable"}]`) instead of one column per line.
     #[arg(long)]
     pub json: bool,
+    /// How to read a CSV input.
+    #[command(flatten)]
+    pub csv: CsvInputArgs,
 }
 
 /// The current time for license checks.
@@ -201,23 +210,6 @@ impl Access {
     }
 }
 
-/// A spinner with a row count on stderr, shown only when stderr is a terminal.
-fn progress(what: &str) -> indicatif::ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new_spinner();
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} {msg} {human_pos} rows ({per_sec}) {elapsed}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-    );
-    bar.set_message(what.to_owned());
-    bar.enable_steady_tick(Duration::from_millis(120));
-    bar
-}
-
 /// Runs `convert`.
 ///
 /// # Errors
@@ -233,20 +225,24 @@ pub fn convert(tool: Tool, args: &ConvertArgs) -> anyhow::Result<()> {
         .as_deref()
         .map(ald::interchange::parse_schema_text)
         .transpose()?;
-    let source = Source::open(
+    let (bar, input_progress) = csv_options::input_bar(
         &args.input,
-        ReadOptions {
-            schema,
-            infer_rows: args.infer_rows,
-            ald: access.options(expected.as_deref()),
-        },
-    )
-    .with_context(|| format!("reading {}", args.input.display()))?;
+        std::fs::metadata(&args.input).map_or(0, |meta| meta.len()),
+    );
+    let mut options = ReadOptions {
+        schema,
+        progress: Some(input_progress),
+        ald: access.options(expected.as_deref()),
+        ..ReadOptions::default()
+    };
+    args.csv.apply(&args.input, &mut options)?;
+    let source = Source::open(&args.input, options)
+        .with_context(|| format!("reading {}", args.input.display()))?;
     if let Some(expected) = &expected {
         ald::check_schema(expected, source.schema())?;
     }
     if args.trueno_native {
-        return convert_trueno(args, &source);
+        return convert_trueno(args, &source, &bar);
     }
     let mut save = SaveOptions::new(
         args.dataset_type.parse::<DatasetType>()?,
@@ -258,13 +254,8 @@ pub fn convert(tool: Tool, args: &ConvertArgs) -> anyhow::Result<()> {
     if let Some(card) = &args.card {
         save.metadata = read_card(card)?;
     }
-    let bar = progress(&format!(
-        "{} → {}",
-        args.input.display(),
-        args.output.display()
-    ));
     let rows = ald::interchange::convert(&source, &args.output, &save, &mut |rows| {
-        bar.set_position(rows);
+        bar.set_message(format!("{rows} rows"));
     })
     .with_context(|| {
         format!(
@@ -314,22 +305,21 @@ fn check_trueno_options(args: &ConvertArgs) -> anyhow::Result<()> {
 
 /// `convert --trueno-native`: the whole input in memory, written as a TRUENO_NATIVE `.ald` file
 /// (its arrays are laid out after the index, so the table is needed whole).
-fn convert_trueno(args: &ConvertArgs, source: &Source<'_>) -> anyhow::Result<()> {
+fn convert_trueno(
+    args: &ConvertArgs,
+    source: &Source<'_>,
+    bar: &indicatif::ProgressBar,
+) -> anyhow::Result<()> {
     let dataset_type = args.dataset_type.parse::<DatasetType>()?;
     let metadata = match &args.card {
         Some(card) => read_card(card)?,
         None => Metadata::default(),
     };
     let backend = crate::backend_hint(&args.backend)?;
-    let bar = progress(&format!(
-        "{} → {}",
-        args.input.display(),
-        args.output.display()
-    ));
     let dataset = source
         .read_all()
         .with_context(|| format!("reading {}", args.input.display()))?;
-    bar.set_position(dataset.num_rows());
+    bar.set_message(format!("{} rows", dataset.num_rows()));
     let options = ald::aligned::TruenoOptions {
         backend,
         streaming: args.streaming,
@@ -393,7 +383,9 @@ pub fn head(tool: Tool, args: &HeadArgs) -> anyhow::Result<()> {
             _ => dataset.get_rows(0, count)?,
         }
     } else {
-        let source = Source::open(&args.file, ReadOptions::default())?;
+        let mut options = ReadOptions::default();
+        args.csv.apply(&args.file, &mut options)?;
+        let source = Source::open(&args.file, options)?;
         if let Some(expected) = &expected {
             ald::check_schema(expected, source.schema())?;
         }
@@ -414,7 +406,9 @@ pub fn head(tool: Tool, args: &HeadArgs) -> anyhow::Result<()> {
 /// # Errors
 /// The first failure, naming its Andon signal.
 pub fn schema(args: &SchemaArgs) -> anyhow::Result<()> {
-    let source = Source::open(&args.file, ReadOptions::default())?;
+    let mut options = ReadOptions::default();
+    args.csv.apply(&args.file, &mut options)?;
+    let source = Source::open(&args.file, options)?;
     let schema = source.schema();
     if args.json {
         let fields: Vec<serde_json::Value> = schema

@@ -263,7 +263,17 @@ fn progress(total: u64, what: &str) -> indicatif::ProgressBar {
 /// The import's or the writer's error, naming its signal.
 pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
     let model_type = ModelType::from_name(&args.model_type)?;
-    let card = read_card(args.card.as_ref())?;
+    let mut card = read_card(args.card.as_ref())?;
+    if card.created_at.is_empty() {
+        // 001 §4.1: created_at is RFC 3339. Without a card (or a card without the field) the
+        // model file is created now; libraries take no clock, so the CLI fills it.
+        card.created_at = jiff::Timestamp::now()
+            .round(jiff::Unit::Second)
+            .map_or_else(
+                |_| jiff::Timestamp::now().to_string(),
+                |now| now.to_string(),
+            );
+    }
     let model = apr::fs::import_safetensors(&args.input)?;
     let options = SaveOptions {
         card,
