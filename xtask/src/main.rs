@@ -5,6 +5,7 @@
 //! through `$CARGO`, so the toolchain pinned in `rust-toolchain.toml` is the one that runs.
 //!
 //! - `wasm-gate`: see [`wasm_gate`].
+//! - `fuzz-seeds`: seeds of the interchange fuzz targets, see [`fuzz_seeds_interchange`].
 //!
 //! Tidy checks (every module opens with `//!`, ...) are `#[test]`s in `tidy.rs`, run by
 //! `cargo test -p xtask`.
@@ -15,6 +16,7 @@
 )]
 
 mod cargo;
+mod fuzz_seeds_interchange;
 #[cfg(test)]
 mod tidy;
 mod wasm_gate;
@@ -31,6 +33,12 @@ Commands:
                           policy; then run the native <-> wasm32 round trip under Node.js.
                           --no-node skips the round trip (quick local use only; CI runs it).
                           Node is `$NODE` if set, else `node` on PATH.
+  fuzz-seeds TARGET|all [--python PATH]
+                          Write seed files for an interchange fuzz target (arrow_file,
+                          arrow_stream, parquet_reader, csv_reader, jsonl_reader,
+                          safetensors_import) into fuzz/corpus/TARGET: files written by pyarrow,
+                          pandas and safetensors (Python: --python, $INTEROP_PYTHON or
+                          .venv/bin/python) and by our own writers (alimentar, apr).
   help, --help            This text.
 
 Tidy checks run as tests: cargo test -p xtask";
@@ -45,6 +53,14 @@ fn main() -> ExitCode {
         }
         ["wasm-gate", flags @ ..] => match wasm_gate::Options::parse(flags) {
             Ok(Some(options)) => wasm_gate::run(&options),
+            Ok(None) => {
+                println!("{HELP}");
+                return ExitCode::SUCCESS;
+            }
+            Err(error) => Err(error),
+        },
+        ["fuzz-seeds", args @ ..] => match fuzz_seeds_interchange::Options::parse(args) {
+            Ok(Some(options)) => fuzz_seeds_interchange::run(&options),
             Ok(None) => {
                 println!("{HELP}");
                 return ExitCode::SUCCESS;

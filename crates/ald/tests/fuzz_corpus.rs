@@ -1,4 +1,5 @@
-//! Replays the `ald_reader` fuzz corpus (fuzz/corpus/ald_reader) on stable, and writes its seeds.
+//! Replays the `ald_reader` fuzz corpus (fuzz/corpus/ald_reader) and the interchange readers' corpora
+//! on stable, and writes the `ald_reader` seeds.
 
 #![allow(
     clippy::cast_possible_truncation,
@@ -17,6 +18,31 @@ use arrow_schema::{DataType, Field, Schema};
 use envelope_core::Compression;
 
 mod fuzz_check;
+mod fuzz_check_interchange;
+
+/// Replays the corpora of the interchange fuzz targets (`fuzz/corpus/<target>`): no input may
+/// panic a reader, and what reads is consistent (`fuzz_check_interchange`).
+#[test]
+fn interchange_fuzz_corpora_replay_without_panic() {
+    let targets: [(&str, fn(&[u8])); 5] = [
+        ("arrow_file", fuzz_check_interchange::arrow_file),
+        ("arrow_stream", fuzz_check_interchange::arrow_stream),
+        ("parquet_reader", fuzz_check_interchange::parquet_reader),
+        ("csv_reader", fuzz_check_interchange::csv_reader),
+        ("jsonl_reader", fuzz_check_interchange::jsonl_reader),
+    ];
+    for (target, check) in targets {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fuzz/corpus")
+            .join(target);
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            check(&std::fs::read(entry.unwrap().path()).unwrap());
+            seen += 1;
+        }
+        assert!(seen > 0, "empty corpus at {}", dir.display());
+    }
+}
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/ald_reader")

@@ -1424,3 +1424,95 @@ fn jsonl_with_many_keys_scales_linearly() {
         "25k keys {small} s, 100k keys {large} s"
     );
 }
+
+#[test]
+fn parquet_keeps_dictionary_order_and_unused_values() {
+    use arrow_array::types::{Int8Type, Int32Type};
+    use arrow_array::{DictionaryArray, Int8Array};
+    let levels = StringArray::from(vec!["low", "mid", "high", "unused"]);
+    let first = DictionaryArray::<Int8Type>::try_new(
+        Int8Array::from(vec![Some(2), Some(0), None, Some(2), Some(1)]),
+        Arc::new(levels),
+    )
+    .unwrap();
+    let second = DictionaryArray::<Int8Type>::try_new(
+        Int8Array::from(vec![Some(1), Some(0)]),
+        Arc::new(StringArray::from(vec!["high", "extra"])),
+    )
+    .unwrap();
+    let codes = |keys: Vec<i32>| {
+        DictionaryArray::<Int32Type>::try_new(
+            keys.into(),
+            Arc::new(Int64Array::from(vec![30, 10, 20])),
+        )
+        .unwrap()
+    };
+    let schema = Arc::new(Schema::new(vec![
+        Field::new(
+            "level",
+            DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8)),
+            true,
+        ),
+        Field::new(
+            "code",
+            DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Int64)),
+            false,
+        ),
+    ]));
+    let batch = |level: DictionaryArray<Int8Type>, code| {
+        RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![Arc::new(level) as ArrayRef, Arc::new(code) as ArrayRef],
+        )
+        .unwrap()
+    };
+    let data = ArrowDataset::new(
+        Arc::clone(&schema),
+        vec![
+            batch(first, codes(vec![2, 2, 0, 1, 2])),
+            batch(second, codes(vec![0, 0])),
+        ],
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cat.parquet");
+    ald::interchange::write_file(&path, &data).unwrap();
+    let back = Source::open(&path, ReadOptions::default())
+        .unwrap()
+        .read_all()
+        .unwrap()
+        .to_batch()
+        .unwrap();
+    // The dictionary page is the first batch's dictionary in order (the unused value included),
+    // then the values later batches add.
+    let level = back
+        .column(0)
+        .as_any()
+        .downcast_ref::<DictionaryArray<Int8Type>>()
+        .unwrap();
+    let values: Vec<_> = level
+        .values()
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .unwrap()
+        .iter()
+        .flatten()
+        .collect();
+    assert_eq!(values, ["low", "mid", "high", "unused", "extra"]);
+    // The rows are the same (a numeric dictionary is rebuilt by the reader in the order rows use
+    // its values: readers take only string and binary dictionaries from the page).
+    let original = data.to_batch().unwrap();
+    for column in 0..2 {
+        let logical = |array: &ArrayRef| {
+            let target = match array.data_type() {
+                DataType::Dictionary(_, value) => value.as_ref().clone(),
+                other => other.clone(),
+            };
+            arrow_cast::cast(array, &target).unwrap()
+        };
+        assert_eq!(
+            logical(back.column(column)).as_ref(),
+            logical(original.column(column)).as_ref()
+        );
+    }
+}

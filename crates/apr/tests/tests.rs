@@ -3,6 +3,7 @@
 //! interop tests against the Python `gguf` and `safetensors` packages (run by `.ci/run`).
 
 mod fuzz_check;
+mod fuzz_check_safetensors;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -984,6 +985,18 @@ fn fuzz_corpus_replays_without_panic() {
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         fuzz_check::apr_reader(&std::fs::read(entry.unwrap().path()).unwrap());
+        seen += 1;
+    }
+    assert!(seen > 0, "empty corpus at {}", dir.display());
+}
+
+/// Replays the `safetensors_import` fuzz corpus (fuzz/corpus/safetensors_import) on stable.
+#[test]
+fn safetensors_fuzz_corpus_replays_without_panic() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/safetensors_import");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        fuzz_check_safetensors::safetensors_import(&std::fs::read(entry.unwrap().path()).unwrap());
         seen += 1;
     }
     assert!(seen > 0, "empty corpus at {}", dir.display());

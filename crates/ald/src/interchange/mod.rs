@@ -27,6 +27,7 @@ mod guard;
 mod input;
 mod json_out;
 mod jsonl;
+mod parquet_dictionary;
 mod parquet_out;
 mod schema_text;
 
@@ -255,6 +256,7 @@ impl<'a> Source<'a> {
                 ));
             }
         };
+        guard::check_schema(kind.name(), &schema)?;
         Ok(Self {
             origin,
             kind,

@@ -10,6 +10,8 @@
 //!   reads its own `date64` columns back as `date32` too). Left to arrow-rs's default, `Date64`
 //!   would be a bare INT64 that every other reader takes for a number.
 //! - Unions have no Parquet form: refused up front, naming the column.
+//! - Dictionary columns keep their dictionary's order and unused values
+//!   ([`parquet_dictionary`]): pandas categories come back in their order.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -22,7 +24,7 @@ use parquet::arrow::{ArrowWriter, add_encoded_arrow_schema_to_metadata};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
-use super::{FileKind, arrow_error, parquet_error};
+use super::{FileKind, arrow_error, parquet_dictionary, parquet_error};
 
 /// `data_type` as stored in Parquet (`keep_date64`: as described in the embedded Arrow schema).
 fn stored_type(data_type: &DataType, keep_date64: bool) -> DataType {
@@ -113,13 +115,28 @@ pub(crate) fn write<W: Write + Send>(
     let options = ArrowWriterOptions::new()
         .with_properties(properties)
         .with_skip_arrow_metadata(true);
-    let mut writer = ArrowWriter::try_new_with_options(out, Arc::clone(&stored), options)
+    let writer = ArrowWriter::try_new_with_options(out, Arc::clone(&stored), options)
         .map_err(parquet_error)?;
-    feed(&mut |batch| {
-        let batch = to_stored(batch, &stored)?;
-        writer.write(&batch).map_err(parquet_error)
-    })?;
-    writer.close().map_err(parquet_error)?;
+    if stored
+        .fields()
+        .iter()
+        .any(|field| parquet_dictionary::keeps_order(field.data_type()))
+    {
+        let mut writer = parquet_dictionary::OrderedWriter::new(writer, Arc::clone(&stored))
+            .map_err(parquet_error)?;
+        feed(&mut |batch| {
+            let batch = to_stored(batch, &stored)?;
+            writer.write(&batch).map_err(parquet_error)
+        })?;
+        writer.close().map_err(parquet_error)?;
+    } else {
+        let mut writer = writer;
+        feed(&mut |batch| {
+            let batch = to_stored(batch, &stored)?;
+            writer.write(&batch).map_err(parquet_error)
+        })?;
+        writer.close().map_err(parquet_error)?;
+    }
     Ok(())
 }
 
