@@ -1288,7 +1288,7 @@ fn csv_refuses_nested_columns_by_name_and_jsonl_writes_them() {
     );
     assert_eq!(
         lines[1],
-        serde_json::json!({"id": 2, "point": {"x": 1.5}, "lookup": [], "either": "text"})
+        serde_json::json!({"id": 2, "tags": null, "point": {"x": 1.5}, "lookup": [], "either": "text"})
     );
     let parquet = dir.path().join("nested.parquet");
     let error = ald::interchange::write_file(&parquet, &data).unwrap_err();

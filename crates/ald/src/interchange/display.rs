@@ -80,8 +80,8 @@ fn cut(mut cell: String) -> String {
     cell.replace('\n', "\\n")
 }
 
-/// Writes `batch` as a JSON array of row objects (nulls left out, as `arrow-json` does; every
-/// type, nested ones included, as JSONL output writes it).
+/// Writes `batch` as a JSON array of row objects (nulls written as `null`, as polars and pandas
+/// write them; every type, nested ones included, as JSONL output writes it).
 ///
 /// # Errors
 /// `Io` from `out`.
@@ -91,6 +91,7 @@ pub fn write_json_rows(batch: &RecordBatch, out: &mut impl Write) -> Result<()> 
         _ => Error::InvalidArgument("the rows cannot be written as JSON"),
     };
     let mut writer = arrow_json::WriterBuilder::new()
+        .with_explicit_nulls(true)
         .with_encoder_factory(super::json_out::factory())
         .build::<_, arrow_json::writer::JsonArray>(out);
     writer.write(batch).map_err(json_error)?;

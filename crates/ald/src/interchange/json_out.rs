@@ -1,7 +1,7 @@
 //! JSON for the Arrow types `arrow-json`'s writer leaves out, so that JSONL output and
 //! `head --json` hold every type an `.ald` file can: lists and structs are `arrow-json`'s own
-//! (arrays and objects, as polars' `write_ndjson` writes them), maps with string keys are objects;
-//! this module adds
+//! (arrays and objects, nulls written as `null`: exactly what polars' `write_ndjson` writes), maps
+//! with string keys are objects; this module adds
 //! - **unions**: the value of the row's member, as is (what `pyarrow`'s `to_pylist` gives);
 //! - **maps with other keys**: an array of `{"key": k, "value": v}` objects, the map's entries as
 //!   Arrow stores them (what polars writes for a map it reads as a list of structs).

@@ -538,6 +538,7 @@ fn write_foreign(
             }
             FileKind::Jsonl => {
                 let mut writer = arrow_json::WriterBuilder::new()
+                    .with_explicit_nulls(true)
                     .with_encoder_factory(json_out::factory())
                     .build::<_, arrow_json::writer::LineDelimited>(&mut *out);
                 feed(&mut |batch| writer.write(batch).map_err(wrap))?;
