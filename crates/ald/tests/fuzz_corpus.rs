@@ -20,11 +20,14 @@ use envelope_core::Compression;
 mod fuzz_check;
 mod fuzz_check_interchange;
 
+/// A fuzz target's check.
+type FuzzCheck = fn(&[u8]);
+
 /// Replays the corpora of the interchange fuzz targets (`fuzz/corpus/<target>`): no input may
 /// panic a reader, and what reads is consistent (`fuzz_check_interchange`).
 #[test]
 fn interchange_fuzz_corpora_replay_without_panic() {
-    let targets: [(&str, fn(&[u8])); 5] = [
+    let targets: [(&str, FuzzCheck); 5] = [
         ("arrow_file", fuzz_check_interchange::arrow_file),
         ("arrow_stream", fuzz_check_interchange::arrow_stream),
         ("parquet_reader", fuzz_check_interchange::parquet_reader),

@@ -1067,6 +1067,21 @@ fn the_in_place_writer_matches_the_envelope_writer() {
 
 // ---- interchange fidelity (issue 13 §4) and foreign inputs that must not panic (issue 14 §3) ----
 
+/// Reads an interchange file back as one batch.
+fn read_back(path: &std::path::Path) -> RecordBatch {
+    Source::open(path, ReadOptions::default())
+        .unwrap()
+        .read_all()
+        .unwrap()
+        .to_batch()
+        .unwrap()
+}
+
+/// The names of a schema's fields.
+fn field_names(schema: &Schema) -> Vec<String> {
+    schema.fields().iter().map(|f| f.name().clone()).collect()
+}
+
 /// One timestamp column per zone the issue names: `UTC` (every pandas `datetime64[ns, UTC]`),
 /// a named zone, and a fixed offset.
 fn zoned_table() -> ArrowDataset {
@@ -1109,12 +1124,7 @@ fn named_time_zones_display_and_export_as_text() {
             "{extension}: {text}"
         );
         // The text holds the instant: read back (as UTC), the values are the same.
-        let back = Source::open(&path, ReadOptions::default())
-            .unwrap()
-            .read_all()
-            .unwrap()
-            .to_batch()
-            .unwrap();
+        let back = read_back(&path);
         for column in 0..3 {
             let read = arrow_cast::cast(
                 back.column(column),
@@ -1202,13 +1212,7 @@ fn csv_options_and_progress_from_the_first_byte() {
         ..ReadOptions::default()
     };
     let source = Source::open(&path, options).unwrap();
-    let names: Vec<_> = source
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.name().clone())
-        .collect();
-    assert_eq!(names, ["f0", "f1", "f2"]);
+    assert_eq!(field_names(source.schema()), ["f0", "f1", "f2"]);
     assert_eq!(source.schema().field(0).data_type(), &DataType::Int64);
     let batch = source.read_all().unwrap().to_batch().unwrap();
     assert_eq!(batch.num_rows(), 20_000);
@@ -1415,10 +1419,13 @@ fn jsonl_with_many_keys_scales_linearly() {
     time(1000); // warm up
     let small = time(25_000);
     let large = time(100_000);
-    eprintln!(
-        "25k keys: {small:.3} s, 100k keys: {large:.3} s ({:.1}x)",
-        large / small
-    );
+    #[allow(clippy::print_stderr, reason = "the measurement is the test's report")]
+    {
+        eprintln!(
+            "25k keys: {small:.3} s, 100k keys: {large:.3} s ({:.1}x)",
+            large / small
+        );
+    }
     assert!(
         large < small * 8.0,
         "25k keys {small} s, 100k keys {large} s"
@@ -1477,12 +1484,7 @@ fn parquet_keeps_dictionary_order_and_unused_values() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cat.parquet");
     ald::interchange::write_file(&path, &data).unwrap();
-    let back = Source::open(&path, ReadOptions::default())
-        .unwrap()
-        .read_all()
-        .unwrap()
-        .to_batch()
-        .unwrap();
+    let back = read_back(&path);
     // The dictionary page is the first batch's dictionary in order (the unused value included),
     // then the values later batches add.
     let level = back

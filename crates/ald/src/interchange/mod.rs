@@ -322,7 +322,7 @@ impl<'a> Source<'a> {
             .map_err(|error| arrow_error(self.kind, error))
     }
 
-    fn visit(&self, mut each: impl FnMut(RecordBatch) -> Result<ControlFlow<()>>) -> Result<()> {
+    fn visit(&self, each: impl FnMut(RecordBatch) -> Result<ControlFlow<()>>) -> Result<()> {
         let kind = self.kind;
         let progress = self.options.progress.as_ref();
         match kind {
@@ -342,35 +342,25 @@ impl<'a> Source<'a> {
                         .and_then(|builder| builder.with_batch_size(BATCH_ROWS).build())
                         .map_err(parquet_error)
                 })?;
-                while let Some(batch) = guard::guarded(kind.name(), || {
-                    reader
-                        .next()
-                        .transpose()
-                        .map_err(|error| arrow_error(kind, error))
-                })? {
-                    if each(batch)?.is_break() {
-                        break;
-                    }
-                }
-                Ok(())
+                drain(
+                    || {
+                        guard::guarded(kind.name(), || {
+                            reader
+                                .next()
+                                .transpose()
+                                .map_err(|error| arrow_error(kind, error))
+                        })
+                    },
+                    each,
+                )
             }
             FileKind::ArrowIpc => {
                 let mut file = arrow_input::IpcFile::open(&self.origin, progress)?;
-                while let Some(batch) = file.next_batch()? {
-                    if each(batch)?.is_break() {
-                        break;
-                    }
-                }
-                Ok(())
+                drain(|| file.next_batch(), each)
             }
             FileKind::ArrowStream => {
                 let mut stream = arrow_input::IpcStream::open(&self.origin, progress)?;
-                while let Some(batch) = stream.next_batch()? {
-                    if each(batch)?.is_break() {
-                        break;
-                    }
-                }
-                Ok(())
+                drain(|| stream.next_batch(), each)
             }
             FileKind::Ald => self.visit_ald(each),
         }
@@ -424,6 +414,19 @@ impl<'a> Source<'a> {
         })?;
         ArrowDataset::new(Arc::clone(&self.schema), batches)
     }
+}
+
+/// Hands every batch `next` returns to `each`, until either is done.
+fn drain(
+    mut next: impl FnMut() -> Result<Option<RecordBatch>>,
+    mut each: impl FnMut(RecordBatch) -> Result<ControlFlow<()>>,
+) -> Result<()> {
+    while let Some(batch) = next()? {
+        if each(batch)?.is_break() {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// A Parquet input as parquet's reader wants it: ranges read on demand, each checked to lie in

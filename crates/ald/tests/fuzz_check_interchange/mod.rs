@@ -10,8 +10,9 @@
 
 #![allow(dead_code, reason = "each fuzz target uses one of these checks")]
 
+use ald::arrow_array::RecordBatch;
+use ald::arrow_schema::{ArrowError, Schema};
 use ald::interchange::{CsvOptions, FileKind, Inference, ReadOptions, Source};
-use arrow_array::RecordBatch;
 use envelope_core::Signal;
 
 /// Reads `data` as `kind` and checks the table's consistency; returns the batches read.
@@ -53,41 +54,39 @@ fn refused(error: &envelope_core::Error) {
 
 /// Arrow IPC file bytes.
 pub(crate) fn arrow_file(data: &[u8]) {
-    let Some(batches) = read(FileKind::ArrowIpc, data, ReadOptions::default()) else {
-        return;
-    };
-    let Some(schema) = batches.first().map(RecordBatch::schema) else {
-        return;
-    };
-    let mut bytes = Vec::new();
-    let written = arrow_ipc::writer::FileWriter::try_new(&mut bytes, &schema).and_then(|mut w| {
-        batches.iter().try_for_each(|batch| w.write(batch))?;
-        w.finish()
+    arrow_ipc_round_trip(FileKind::ArrowIpc, data, |bytes, schema, batches| {
+        let mut writer = arrow_ipc::writer::FileWriter::try_new(bytes, schema)?;
+        batches.iter().try_for_each(|batch| writer.write(batch))?;
+        writer.finish()
     });
-    if written.is_ok() {
-        let again = read(FileKind::ArrowIpc, &bytes, ReadOptions::default())
-            .expect("re-encoded Arrow IPC file reads back");
-        assert_eq!(again, batches);
-    }
 }
 
 /// Arrow IPC stream bytes.
 pub(crate) fn arrow_stream(data: &[u8]) {
-    let Some(batches) = read(FileKind::ArrowStream, data, ReadOptions::default()) else {
+    arrow_ipc_round_trip(FileKind::ArrowStream, data, |bytes, schema, batches| {
+        let mut writer = arrow_ipc::writer::StreamWriter::try_new(bytes, schema)?;
+        batches.iter().try_for_each(|batch| writer.write(batch))?;
+        writer.finish()
+    });
+}
+
+/// Reads `data` as `kind`; what reads is written again by `write` (Arrow's own writer) and must
+/// read back to the same batches.
+fn arrow_ipc_round_trip(
+    kind: FileKind,
+    data: &[u8],
+    write: impl FnOnce(&mut Vec<u8>, &Schema, &[RecordBatch]) -> Result<(), ArrowError>,
+) {
+    let Some(batches) = read(kind, data, ReadOptions::default()) else {
         return;
     };
     let Some(schema) = batches.first().map(RecordBatch::schema) else {
         return;
     };
     let mut bytes = Vec::new();
-    let written =
-        arrow_ipc::writer::StreamWriter::try_new(&mut bytes, &schema).and_then(|mut w| {
-            batches.iter().try_for_each(|batch| w.write(batch))?;
-            w.finish()
-        });
-    if written.is_ok() {
-        let again = read(FileKind::ArrowStream, &bytes, ReadOptions::default())
-            .expect("re-encoded Arrow IPC stream reads back");
+    if write(&mut bytes, &schema, &batches).is_ok() {
+        let again =
+            read(kind, &bytes, ReadOptions::default()).expect("re-encoded input reads back");
         assert_eq!(again, batches);
     }
 }
