@@ -141,6 +141,17 @@ impl IpcFile {
         for block in dictionaries.iter().chain(&batches) {
             check_block(block, body_end)?;
         }
+        // Blocks do not overlap, so reading every block reads each byte at most once (a footer
+        // listing the whole file 10,000 times would otherwise cost 10,000 reads of it).
+        let mut spans: Vec<(u64, u64)> = dictionaries
+            .iter()
+            .chain(&batches)
+            .filter_map(|block| Some((u64::try_from(block.offset()).ok()?, block_end(block)?)))
+            .collect();
+        spans.sort_unstable();
+        if spans.windows(2).any(|pair| pair[1].0 < pair[0].1) {
+            return Err(foreign(kind, "two blocks of the footer overlap"));
+        }
         let mut decoder = FileDecoder::new(Arc::clone(&schema), version);
         for block in &dictionaries {
             let bytes = read_block(&mut source, block)?;
@@ -417,5 +428,70 @@ impl IpcStream {
                 Ok(())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayRef, Int64Array};
+
+    /// An Arrow IPC file of one batch whose footer lists that batch's block `copies` times.
+    fn file_listing_the_batch(copies: usize) -> Vec<u8> {
+        let batch = RecordBatch::try_from_iter([(
+            "n",
+            Arc::new(Int64Array::from(vec![1, 2, 3])) as ArrayRef,
+        )])
+        .unwrap();
+        let mut bytes = Vec::new();
+        let mut writer =
+            arrow_ipc::writer::FileWriter::try_new(&mut bytes, &batch.schema()).unwrap();
+        writer.write(&batch).unwrap();
+        writer.finish().unwrap();
+        drop(writer);
+        let footer_len =
+            u32::from_le_bytes(bytes[bytes.len() - 10..bytes.len() - 6].try_into().unwrap());
+        let body_end = bytes.len() - 10 - footer_len as usize;
+        let footer = arrow_ipc::root_as_footer(&bytes[body_end..bytes.len() - 10]).unwrap();
+        let block = footer.recordBatches().unwrap().get(0);
+        let mut builder = flatbuffers::FlatBufferBuilder::new();
+        let schema = arrow_ipc::convert::IpcSchemaEncoder::new()
+            .schema_to_fb_offset(&mut builder, &batch.schema());
+        let blocks = builder.create_vector(&vec![block; copies]);
+        let footer = arrow_ipc::Footer::create(
+            &mut builder,
+            &arrow_ipc::FooterArgs {
+                version: arrow_ipc::MetadataVersion::V5,
+                schema: Some(schema),
+                dictionaries: None,
+                recordBatches: Some(blocks),
+                custom_metadata: None,
+            },
+        );
+        builder.finish(footer, None);
+        let mut file = bytes[..body_end].to_vec();
+        file.extend_from_slice(builder.finished_data());
+        file.extend_from_slice(
+            &u32::try_from(builder.finished_data().len())
+                .unwrap()
+                .to_le_bytes(),
+        );
+        file.extend_from_slice(MAGIC);
+        file
+    }
+
+    #[test]
+    fn a_footer_listing_a_block_twice_is_refused() {
+        let rows = |bytes: Vec<u8>| -> Result<usize> {
+            let mut file = IpcFile::open(&Origin::Memory(Bytes::from(bytes)), None)?;
+            let mut rows = 0;
+            while let Some(batch) = file.next_batch()? {
+                rows += batch.num_rows();
+            }
+            Ok(rows)
+        };
+        assert_eq!(rows(file_listing_the_batch(1)).unwrap(), 3);
+        let error = rows(file_listing_the_batch(2)).unwrap_err();
+        assert!(error.to_string().contains("overlap"), "{error}");
     }
 }
