@@ -108,7 +108,7 @@ impl RawCsv {
         let decoder = arrow_csv::ReaderBuilder::new(Arc::new(text))
             .with_header(options.header)
             .with_delimiter(options.delimiter)
-            .with_batch_size(BATCH_ROWS)
+            .with_batch_size(batch_rows(columns))
             .build_decoder();
         Ok(Self {
             reader,
@@ -135,6 +135,17 @@ impl RawCsv {
             .flush()
             .map_err(|error| arrow_error(FileKind::Csv, error))
     }
+}
+
+/// Fields per batch at most. arrow-csv's decoder reserves offsets (8 bytes) and text (8 bytes) for
+/// every field of a batch before reading it, so a 10 KB header of 10,000 empty names with
+/// [`BATCH_ROWS`]-row batches would reserve 1.3 GB: batches of wide files get fewer rows, and the
+/// reservation stays within 16 MiB (or one row).
+const MAX_BATCH_FIELDS: usize = 1 << 20;
+
+/// Rows per decoded batch for `columns` columns.
+fn batch_rows(columns: usize) -> usize {
+    (MAX_BATCH_FIELDS / columns.max(1)).clamp(1, BATCH_ROWS)
 }
 
 /// The column names: the header's, or `f0`, `f1`, ... for as many fields as the first record.
@@ -436,6 +447,22 @@ mod tests {
         assert!(message.contains("first 10 rows"), "{message}");
         let all = rows(&input, &CsvOptions::default(), Inference::All).unwrap();
         assert_eq!(all[0].column(0).data_type(), &DataType::Utf8);
+    }
+
+    #[test]
+    fn wide_files_are_decoded_in_batches_of_bounded_fields() {
+        assert_eq!(batch_rows(7), BATCH_ROWS);
+        assert_eq!(batch_rows(10_000), 104);
+        assert_eq!(batch_rows(5_000_000), 1);
+        let mut text = ",".repeat(9_999);
+        text.push('\n');
+        text.push_str(&",".repeat(9_999));
+        text.push('\n');
+        let batches = rows(&origin(&text), &CsvOptions::default(), Inference::Default).unwrap();
+        assert_eq!(
+            (batches[0].num_columns(), batches[0].num_rows()),
+            (10_000, 1)
+        );
     }
 
     #[test]

@@ -70,13 +70,17 @@ impl Origin {
         progress: Option<&ByteProgress>,
     ) -> Result<Box<dyn BufRead + Send>> {
         let progress = progress.cloned();
+        // Small inputs get small buffers (every pass over an input opens a reader).
+        let capacity = usize::try_from(self.len()?)
+            .unwrap_or(TEXT_BUFFER)
+            .clamp(8 << 10, TEXT_BUFFER);
         Ok(match self {
             Self::File(path) => Box::new(BufReader::with_capacity(
-                TEXT_BUFFER,
+                capacity,
                 Counting::new(File::open(path)?, stage, progress),
             )),
             Self::Memory(bytes) => Box::new(BufReader::with_capacity(
-                TEXT_BUFFER,
+                capacity,
                 Counting::new(io::Cursor::new(bytes.clone()), stage, progress),
             )),
         })
