@@ -29,6 +29,7 @@ mod json_out;
 mod jsonl;
 mod parquet_dictionary;
 mod parquet_out;
+mod parquet_pages;
 mod schema_text;
 
 use std::fs::File;
@@ -238,6 +239,7 @@ impl<'a> Source<'a> {
             (_, FileKind::Jsonl) => jsonl::infer_schema(&origin, options.infer, progress)?,
             (_, FileKind::Parquet) => {
                 let input = parquet_input(&origin, None)?;
+                input.check_footer()?;
                 guard::guarded(kind.name(), || {
                     ParquetRecordBatchReaderBuilder::try_new(input)
                         .map(|builder| Arc::clone(builder.schema()))
@@ -337,9 +339,18 @@ impl<'a> Source<'a> {
             FileKind::Jsonl => jsonl::read(&self.origin, &self.schema, progress, each),
             FileKind::Parquet => {
                 let input = parquet_input(&self.origin, progress)?;
+                input.check_footer()?;
+                let builder = guard::guarded(kind.name(), || {
+                    ParquetRecordBatchReaderBuilder::try_new(input).map_err(parquet_error)
+                })?;
+                let checked = parquet_input(&self.origin, None)?;
+                parquet_pages::check_chunks(builder.metadata(), checked.len, |start, len| {
+                    checked.bytes(start, len)
+                })?;
                 let mut reader = guard::guarded(kind.name(), || {
-                    ParquetRecordBatchReaderBuilder::try_new(input)
-                        .and_then(|builder| builder.with_batch_size(BATCH_ROWS).build())
+                    builder
+                        .with_batch_size(BATCH_ROWS)
+                        .build()
                         .map_err(parquet_error)
                 })?;
                 drain(
@@ -457,6 +468,19 @@ fn parquet_input(origin: &Origin, progress: Option<&ByteProgress>) -> Result<Par
         len,
         progress: progress.cloned(),
     })
+}
+
+impl ParquetInput {
+    /// `len` bytes at `start`, within the input.
+    fn bytes(&self, start: u64, len: usize) -> Result<Bytes> {
+        use parquet::file::reader::ChunkReader as _;
+        self.get_bytes(start, len).map_err(parquet_error)
+    }
+
+    /// [`parquet_pages::check_footer`] of this input.
+    fn check_footer(&self) -> Result<()> {
+        parquet_pages::check_footer(self.len, |start, len| self.bytes(start, len))
+    }
 }
 
 impl parquet::file::reader::Length for ParquetInput {
