@@ -105,10 +105,13 @@ impl RawCsv {
                 .map(|column| Field::new(format!("f{column}"), DataType::Utf8, true))
                 .collect::<Vec<_>>(),
         );
+        // A record takes at least one byte: an input never holds more rows than bytes.
+        let rows =
+            batch_rows(columns).min(usize::try_from(origin.len()?).unwrap_or(usize::MAX).max(1));
         let decoder = arrow_csv::ReaderBuilder::new(Arc::new(text))
             .with_header(options.header)
             .with_delimiter(options.delimiter)
-            .with_batch_size(batch_rows(columns))
+            .with_batch_size(rows)
             .build_decoder();
         Ok(Self {
             reader,
