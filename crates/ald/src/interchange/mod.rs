@@ -9,15 +9,15 @@
 //! **Foreign bytes are untrusted** (SECURITY.md): a malformed input, or a value that does not fit
 //! its column, is `InvalidFormat` naming the file kind (`FormatError::Foreign`); `Io` is kept for
 //! the operating system's failures. Arrow IPC inputs get the `.ald` payload's framing checks
-//! before Arrow's decoder sees a message ([`arrow_input`]), no reader allocates from a size the
+//! before Arrow's decoder sees a message (`arrow_input.rs`), no reader allocates from a size the
 //! input cannot hold, and the panics Arrow and parquet still raise on some bytes are caught and
-//! reported ([`guard`]). `.ald` inputs fail with their own Andon signal.
+//! reported (`guard.rs`). `.ald` inputs fail with their own Andon signal.
 //!
 //! **What is read as what** (docs/ald.md §9): CSV columns get pyarrow's inferred types from a
-//! bounded sample ([`csv`]); JSONL columns `arrow-json`'s, in the first object's key order;
+//! bounded sample (`csv.rs`); JSONL columns `arrow-json`'s, in the first object's key order;
 //! Parquet and Arrow IPC carry their schema. Writing, CSV refuses nested columns up front (as
-//! pyarrow and polars do), JSONL writes every type ([`json_out`]), Parquet keeps second
-//! resolutions, `Date64`, named time zones and dictionary order ([`parquet_out`]).
+//! pyarrow and polars do), JSONL writes every type (`json_out.rs`), Parquet keeps second
+//! resolutions, `Date64`, named time zones and dictionary order (`parquet_out.rs`).
 
 mod arrow_input;
 mod csv;
