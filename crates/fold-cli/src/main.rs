@@ -312,6 +312,12 @@ fn verify(
                     Err(e) => err_value(e),
                 },
             ));
+            // pyfolds' signature scope: these metadata fields only, never the chunk bytes.
+            let covers = fold::signature::SIGNED_FIELDS
+                .iter()
+                .map(|f| Value::String(format!("metadata.{f}")))
+                .collect();
+            out.push(("signature_covers".into(), Value::Array(covers)));
         }
         println!("{}", Value::Object(out).to_python_json(false, false));
     } else {
@@ -335,7 +341,11 @@ fn verify(
             );
         }
         match &signature {
-            Some(Ok(())) => println!("ok    (signature)"),
+            Some(Ok(())) => println!(
+                "ok    (signature) over metadata {} only; it does not cover the chunk bytes, \
+                 chunk_hashes or manifest_hash, so it does not vouch for the chunks",
+                fold::signature::SIGNED_FIELDS.join(", ")
+            ),
             Some(Err(e)) => println!("FAIL  (signature) {}", with_rule(e)),
             None => {}
         }

@@ -41,6 +41,7 @@ mod format;
 pub mod fs;
 mod index;
 pub mod json;
+mod names;
 mod reader;
 pub mod rs;
 pub mod signature;

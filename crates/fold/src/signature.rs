@@ -11,7 +11,12 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result, SignatureProblem};
 use crate::json::{Map, Value, map_get, map_set};
 
-/// The canonical bytes pyfolds signs. Missing fields read as pyfolds' `load_fold_or_mind` reads
+/// The metadata fields the signature covers, and nothing else: not the chunks, not
+/// `chunk_hashes`, not `manifest_hash`. A file whose chunks were replaced (and whose hashes were
+/// recomputed) still carries a valid signature; tools must say so when they report one.
+pub const SIGNED_FIELDS: [&str; 4] = ["model_type", "tags", "reproducibility", "protection"];
+
+/// The canonical bytes pyfolds signs (the [`SIGNED_FIELDS`]). Missing fields read as pyfolds' `load_fold_or_mind` reads
 /// them: `model_type` and `protection` as null, `tags` and `reproducibility` as `{}`.
 #[must_use]
 pub fn signed_payload(metadata: &Map) -> Vec<u8> {
