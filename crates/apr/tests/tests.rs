@@ -2,6 +2,7 @@
 //! round trips of every model type and quantization, the Andon signals through the API, and the
 //! interop tests against the Python `gguf` and `safetensors` packages (run by `.ci/run`).
 
+mod complexity;
 mod fuzz_check;
 
 use std::path::{Path, PathBuf};
