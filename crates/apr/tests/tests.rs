@@ -1045,3 +1045,126 @@ fn trueno_native_models_load_everywhere_and_map_zero_copy() {
         }
     }
 }
+
+/// A TRUENO_NATIVE model described one way by its tensor index and another by its metadata.
+/// `to_bytes` recomputes every checksum, so only the agreement rule can refuse it.
+fn trueno_with_index_of(honest: &TensorModel, liar: &TensorModel) -> Vec<u8> {
+    let parts = |model: &TensorModel| {
+        apr::trueno::trueno_parts(
+            model,
+            ModelType::NeuralSequential,
+            &card(),
+            zerocopy_trueno::BackendHint::Auto,
+        )
+        .unwrap()
+    };
+    let mut file = parts(honest);
+    file.tensor_index = parts(liar).tensor_index;
+    file.to_bytes().unwrap()
+}
+
+/// Every `.apr` reader of a TRUENO_NATIVE file refuses `bytes` with `InvalidFormat` naming
+/// `tensor`, with `reason` in the message.
+fn refused_naming(bytes: &[u8], tensor: &str, reason: &str) {
+    let check = |error: envelope_core::Error, reader: &str| {
+        assert_eq!(error.signal(), Signal::InvalidFormat, "{reader}: {error}");
+        let message = error.to_string();
+        assert!(
+            message.contains(&format!("{tensor:?}")) && message.contains(reason),
+            "{reader}: {message}"
+        );
+    };
+    let all = |file: apr::AprFile<&[u8]>| file.tensors().map(|_| ());
+    check(
+        apr::AprFile::parse(bytes).and_then(all).unwrap_err(),
+        "parse",
+    );
+    check(
+        apr::AprFile::parse_lazy(bytes).and_then(all).unwrap_err(),
+        "parse_lazy",
+    );
+    check(
+        apr::load_tensors_from_bytes(bytes, ModelType::NeuralSequential).unwrap_err(),
+        "load_tensors_from_bytes",
+    );
+}
+
+/// Two descriptions of one tensor must agree: the tensor index (what `MappedModel` hands out)
+/// and the metadata (what `AprFile` builds) give the same element type, shape and layout, or the
+/// file is refused naming the tensor (issue 14 §5: an index saying i8 [64, 256] over metadata
+/// saying f32 [64, 64] used to pass `inspect --verify`).
+#[test]
+fn fail_a_trueno_model_whose_index_and_metadata_disagree_is_refused_naming_the_tensor() {
+    let values: Vec<f32> = (0..64 * 64).map(|i| i as f32 * 0.5).collect();
+    let weight = Tensor::from_f32("w", vec![64, 64], &values).unwrap();
+    let bias = Tensor::from_f32("b", vec![3], &[1.0, 2.0, 3.0]).unwrap();
+    let honest = TensorModel::new(vec![weight.clone(), bias.clone()]).unwrap();
+    let same = trueno_with_index_of(&honest, &honest);
+    assert_eq!(
+        apr::AprFile::parse(&same[..]).unwrap().tensors().unwrap(),
+        honest
+    );
+    let as_type = |dtype, shape| {
+        let w = Tensor::new("w", dtype, shape, weight.data().to_vec()).unwrap();
+        TensorModel::new(vec![w, bias.clone()]).unwrap()
+    };
+    refused_naming(
+        &trueno_with_index_of(&honest, &as_type(DType::I8, vec![64, 256])),
+        "w",
+        "element types",
+    );
+    refused_naming(
+        &trueno_with_index_of(&honest, &as_type(DType::F32, vec![32, 128])),
+        "w",
+        "shapes",
+    );
+    // Quantized tensors are u8 byte arrays in the index, of exactly their stored size.
+    let quantized = honest.quantize(QuantType::Q8_0).unwrap();
+    let mut other = quantized.clone();
+    other.tensors[0] = Tensor::new(
+        "w",
+        DType::U8,
+        vec![4, 1088],
+        quantized.tensors[0].data().to_vec(),
+    )
+    .unwrap();
+    refused_naming(&trueno_with_index_of(&quantized, &other), "w", "shapes");
+    // Names in another order.
+    let swapped = TensorModel::new(vec![bias.clone(), weight.clone()]).unwrap();
+    let error = apr::AprFile::parse(&trueno_with_index_of(&honest, &swapped)[..]).unwrap_err();
+    assert_eq!(error.signal(), Signal::InvalidFormat, "{error}");
+}
+
+/// The padding after a TRUENO_NATIVE tensor (up to the next 64-byte boundary) must be zero, as
+/// no checksum but the chunk's covers it: a file whose padding holds data is refused by every
+/// reader, naming the tensor before the padding.
+#[test]
+fn fail_non_zero_padding_in_a_trueno_model_is_refused_naming_the_tensor() {
+    let model = TensorModel::new(vec![
+        Tensor::from_f32("norm", vec![3], &[1.0, 2.0, 3.0]).unwrap(),
+        Tensor::from_f32("w", vec![4, 4], &[0.5; 16]).unwrap(),
+    ])
+    .unwrap();
+    let mut parts = apr::trueno::trueno_parts(
+        &model,
+        ModelType::NeuralSequential,
+        &card(),
+        zerocopy_trueno::BackendHint::Auto,
+    )
+    .unwrap();
+    let mut stored = parts.payload.stored().to_vec();
+    assert_eq!(stored[12..64], [0; 52], "12 bytes of norm, then padding");
+    stored[40] = 7;
+    if let envelope_core::Payload::Chunked { stored: s, .. } = &mut parts.payload {
+        *s = stored.into();
+    }
+    let bytes = parts.to_bytes().unwrap();
+    envelope_core::Envelope::parse(&bytes[..], envelope_core::Format::Model)
+        .expect("every checksum holds");
+    refused_naming(&bytes, "norm", "non-zero padding");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("padded.apr");
+    std::fs::write(&path, &bytes).unwrap();
+    let error = zerocopy_trueno::MappedModel::open(&path).unwrap_err();
+    assert_eq!(error.signal(), Signal::InvalidFormat, "{error}");
+}

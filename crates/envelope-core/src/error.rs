@@ -217,6 +217,17 @@ pub enum FormatError {
         /// Number of chunks.
         count: u64,
     },
+    /// One named item (a tensor, a column) is described differently in two places of the file,
+    /// or its bytes break a rule of its own; `name` says which.
+    #[error("{kind} {name:?}: {reason}")]
+    InconsistentItem {
+        /// What the item is (`"tensor"`, `"column"`).
+        kind: &'static str,
+        /// Its name.
+        name: String,
+        /// Which rule was broken (a fixed sentence from the format documentation).
+        reason: &'static str,
+    },
     /// A framed block that a higher layer owns (for example the license block) breaks its own
     /// layout rules.
     #[error("{section} is malformed: {reason}")]
