@@ -114,8 +114,8 @@ struct SnapshotArgs {
     #[arg(long)]
     transforms: Option<PathBuf>,
     /// Checkpoint file: resumed from if it exists, updated while hashing, removed on success.
-    /// Keep it outside DIR (it would change the file list), and do not modify DIR's files while
-    /// a build is paused.
+    /// Keep it outside DIR (it would change the file list). A checkpoint is refused
+    /// (CHECKPOINT_MISMATCH) if any file it covers changed since it was hashed.
     #[arg(long)]
     checkpoint: Option<PathBuf>,
     /// Files between checkpoint writes.

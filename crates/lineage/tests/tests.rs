@@ -724,3 +724,200 @@ fn empty_directory_is_an_empty_dataset() -> Result<(), Error> {
     ));
     Ok(())
 }
+
+/// A stopped build over `files` in `dir/data`, its checkpoint at `dir/build.ckpt` covering the
+/// first `covered` files.
+#[cfg(feature = "fs")]
+fn stopped_build(dir: &Path, files: &[(String, Vec<u8>)], covered: u64) -> HashOptions {
+    write_tree(&dir.join("data"), files);
+    let opts = HashOptions {
+        threads: 2,
+        checkpoint: Some(dir.join("build.ckpt")),
+        checkpoint_every_files: 0,
+        stop_after_files: Some(covered),
+    };
+    let tree = walk(&dir.join("data"), SymlinkPolicy::Refuse).expect("walk");
+    assert_eq!(
+        hash_tree(&tree, &opts, &mut |_| {}).expect("build"),
+        BuildOutcome::Stopped { cursor: covered }
+    );
+    HashOptions {
+        stop_after_files: None,
+        ..opts
+    }
+}
+
+#[cfg(feature = "fs")]
+fn resume(dir: &Path, opts: &HashOptions) -> Result<BuildOutcome, Error> {
+    hash_tree(
+        &walk(&dir.join("data"), SymlinkPolicy::Refuse)?,
+        opts,
+        &mut |_| {},
+    )
+}
+
+/// A checkpoint never vouches for bytes it did not hash: a file it covers that was replaced
+/// (another inode, same size and bytes count) or rewritten in place (its modification time put
+/// back) makes the resumed build refuse the checkpoint, rather than reuse the old hashes.
+#[cfg(feature = "fs")]
+#[test]
+fn checkpoint_covering_a_changed_file_is_refused() {
+    let files: Vec<(String, Vec<u8>)> = (0..6u8).map(|i| (format!("f{i}"), vec![i; 10])).collect();
+    // Untouched: resumes to the root of a fresh build.
+    let dir = tempfile::tempdir().expect("tmp");
+    let opts = stopped_build(dir.path(), &files, 4);
+    let want = lineage::fs::dataset_root_hash_dir(&dir.path().join("data")).expect("fresh");
+    assert_eq!(
+        resume(dir.path(), &opts).expect("resume"),
+        BuildOutcome::Complete(want)
+    );
+    // Every covered file replaced by a new one (new inode) with other bytes of the same length.
+    let dir = tempfile::tempdir().expect("tmp");
+    let opts = stopped_build(dir.path(), &files, 4);
+    for (name, _) in &files[..4] {
+        let path = dir.path().join("data").join(name);
+        let fresh = dir.path().join("fresh");
+        std::fs::write(&fresh, [0xee; 10]).expect("write");
+        std::fs::rename(&fresh, &path).expect("rename");
+    }
+    assert!(matches!(
+        resume(dir.path(), &opts),
+        Err(Error::CheckpointMismatch { .. })
+    ));
+    // One covered file rewritten in place, its modification time restored.
+    let dir = tempfile::tempdir().expect("tmp");
+    let opts = stopped_build(dir.path(), &files, 4);
+    let path = dir.path().join("data/f1");
+    let mtime = std::fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    std::fs::write(&path, [0xee; 10]).expect("rewrite");
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .and_then(|f| f.set_modified(mtime))
+        .expect("set mtime");
+    assert!(matches!(
+        resume(dir.path(), &opts),
+        Err(Error::CheckpointMismatch { .. })
+    ));
+}
+
+/// Checkpoints are written through a new temporary file: a symlink planted where the old
+/// implementation put its temporary file (`<checkpoint>.tmp`) is neither followed nor
+/// overwritten, and the checkpoint itself is read without following a symlink or blocking.
+#[cfg(all(unix, feature = "fs"))]
+#[test]
+fn checkpoint_files_are_never_written_or_read_through_a_planted_path() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, b"precious").expect("victim");
+    std::os::unix::fs::symlink(&victim, dir.path().join("build.ckpt.tmp")).expect("plant");
+    let files: Vec<(String, Vec<u8>)> = (0..4u8).map(|i| (format!("f{i}"), vec![i])).collect();
+    let opts = stopped_build(dir.path(), &files, 2);
+    assert_eq!(std::fs::read(&victim).expect("victim"), b"precious");
+    assert!(
+        lineage::fs::read_checkpoint(&dir.path().join("build.ckpt"))
+            .expect("read")
+            .is_some()
+    );
+    let no_checkpoint_here = |path: &Path| {
+        let opts = HashOptions {
+            checkpoint: Some(path.to_path_buf()),
+            ..opts.clone()
+        };
+        assert!(
+            matches!(resume(dir.path(), &opts), Err(Error::Io { .. })),
+            "{}",
+            path.display()
+        );
+    };
+    // A symlink (to the real checkpoint, or to /dev/zero): not followed.
+    let link = dir.path().join("link.ckpt");
+    std::os::unix::fs::symlink(dir.path().join("build.ckpt"), &link).expect("link");
+    no_checkpoint_here(&link);
+    let zero = dir.path().join("zero.ckpt");
+    std::os::unix::fs::symlink("/dev/zero", &zero).expect("link");
+    no_checkpoint_here(&zero);
+    // A FIFO: opened without blocking, then refused as not a regular file.
+    let fifo = dir.path().join("fifo.ckpt");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+        0,
+    )
+    .expect("mkfifo");
+    no_checkpoint_here(&fifo);
+    // A file larger than any checkpoint: refused without reading it whole.
+    let big = dir.path().join("big.ckpt");
+    std::fs::write(&big, vec![0u8; 1 << 20]).expect("big");
+    no_checkpoint_here(&big);
+}
+
+/// Between the walk and the hashing, a listed file swapped for a FIFO (which would block a plain
+/// `open`) or for a symlink out of the tree, or a listed directory swapped for a symlink to
+/// another directory, is refused: nothing outside the tree is read, and nothing blocks.
+#[cfg(all(unix, feature = "fs"))]
+#[test]
+fn files_swapped_after_the_walk_are_refused_not_followed() {
+    let outside = tempfile::tempdir().expect("tmp");
+    std::fs::write(outside.path().join("secret"), b"not yours").expect("secret");
+    let swap = |edit: &dyn Fn(&Path)| {
+        let dir = tempfile::tempdir().expect("tmp");
+        write_tree(
+            dir.path(),
+            &[
+                ("a".into(), b"a".to_vec()),
+                ("sub/secret".into(), b"s".to_vec()),
+            ],
+        );
+        let tree = walk(dir.path(), SymlinkPolicy::Refuse).expect("walk");
+        edit(dir.path());
+        hash_tree(&tree, &HashOptions::default(), &mut |_| {})
+    };
+    let fifo = swap(&|root| {
+        std::fs::remove_file(root.join("a")).expect("rm");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            root.join("a"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+            0,
+        )
+        .expect("mkfifo");
+    });
+    assert!(
+        matches!(fifo, Err(Error::UnsupportedFileType { ref path, kind: "special file" }) if path == "a"),
+        "{fifo:?}"
+    );
+    let link = swap(&|root| {
+        std::fs::remove_file(root.join("a")).expect("rm");
+        std::os::unix::fs::symlink(outside.path().join("secret"), root.join("a")).expect("ln");
+    });
+    assert!(
+        matches!(
+            link,
+            Err(Error::UnsupportedFileType {
+                kind: "symlink",
+                ..
+            })
+        ),
+        "{link:?}"
+    );
+    let dir_link = swap(&|root| {
+        std::fs::remove_dir_all(root.join("sub")).expect("rm");
+        std::os::unix::fs::symlink(outside.path(), root.join("sub")).expect("ln");
+    });
+    assert!(
+        matches!(
+            dir_link,
+            Err(Error::UnsupportedFileType {
+                kind: "symlink",
+                ..
+            })
+        ),
+        "{dir_link:?}"
+    );
+}
