@@ -143,22 +143,81 @@ pub fn export_safetensors(dir: impl AsRef<Path>, model: &TensorModel) -> Result<
 
 /// Imports a SafeTensors file; `scales.json` / `mins.json` next to it are used when present.
 ///
+/// Every file is opened without blocking and must be a regular file (a FIFO is refused, never
+/// waited on). The sidecars are also opened without following a symlink and read only up to
+/// [`safetensors::sidecar_limit`] bytes, what the weights' quantized tensors can need: a sidecar
+/// that is a link to `/dev/zero`, a FIFO or a huge file is refused, never read whole.
+///
 /// # Errors
-/// `Io`, or as [`safetensors::import`].
+/// `Io` (also for the refusals above), or as [`safetensors::import`].
 pub fn import_safetensors(path: impl AsRef<Path>) -> Result<TensorModel> {
     let path = path.as_ref();
-    let weights = MappedFile::open(path)?;
+    // The weights path is the caller's to choose (a symlink there is followed); its sidecars are
+    // found by name beside it, so they are never followed.
+    let weights = MappedFile::from_file(&open_regular(path, true)?, mapped_file::Mode::Map)?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let sidecar = |name: &str| -> Result<Option<Vec<u8>>> {
-        match std::fs::read(dir.join(name)) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(error) => Err(error.into()),
-        }
-    };
+    let limit = safetensors::sidecar_limit(&weights)?;
+    let sidecar = |name: &str| read_sidecar(&dir.join(name), limit);
     let scales = sidecar("scales.json")?;
     let mins = sidecar("mins.json")?;
     safetensors::import(&weights, scales.as_deref(), mins.as_deref())
+}
+
+/// Opens `path` for reading without blocking (`O_NONBLOCK`: a FIFO opens at once), following a
+/// symlink at its last component only if `follow`, and checks that the opened handle is a
+/// regular file.
+fn open_regular(path: &Path, follow: bool) -> std::io::Result<File> {
+    #[cfg(unix)]
+    let file = {
+        use rustix::fs::{Mode, OFlags};
+        let mut flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+        if !follow {
+            flags |= OFlags::NOFOLLOW;
+        }
+        File::from(rustix::fs::open(path, flags, Mode::empty())?)
+    };
+    #[cfg(not(unix))]
+    let file = {
+        if !follow && std::fs::symlink_metadata(path)?.file_type().is_symlink() {
+            return Err(std::io::Error::other(format!(
+                "{}: a symlink is not followed",
+                path.display()
+            )));
+        }
+        File::open(path)?
+    };
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other(format!(
+            "{}: not a regular file",
+            path.display()
+        )));
+    }
+    Ok(file)
+}
+
+/// Reads the sidecar at `path` if it exists: a regular file reached without a symlink, of at
+/// most `limit` bytes.
+fn read_sidecar(path: &Path, limit: u64) -> Result<Option<Vec<u8>>> {
+    let file = match open_regular(path, false) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error.into()),
+    };
+    let too_large = || {
+        Error::Io(std::io::Error::other(format!(
+            "{}: larger than the {limit} bytes the weights' quantized tensors can need",
+            path.display()
+        )))
+    };
+    if file.metadata()?.len() > limit {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(Some(bytes))
 }
 
 /// Writes a tensor model one tensor at a time: memory holds one tensor, not the model.

@@ -1168,3 +1168,54 @@ fn fail_non_zero_padding_in_a_trueno_model_is_refused_naming_the_tensor() {
     let error = zerocopy_trueno::MappedModel::open(&path).unwrap_err();
     assert_eq!(error.signal(), Signal::InvalidFormat, "{error}");
 }
+
+/// `import_safetensors` reads no file it cannot bound: a sidecar (`scales.json`, `mins.json`)
+/// that is a symlink (to `/dev/zero`, say), a FIFO, or larger than the quantized tensors can need
+/// is refused with `Io`, and so are weights that are a FIFO, all without blocking. (Before, the
+/// sidecars were read whole through any link and a FIFO hung the import.)
+#[cfg(unix)]
+#[test]
+fn import_refuses_unbounded_or_blocking_sidecars_and_weights() {
+    let model = sample_model().quantize(QuantType::Q4_1).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    apr::fs::export_safetensors(dir.path(), &model).unwrap();
+    let weights = dir.path().join("weights.safetensors");
+    let imports_the_model =
+        || apr::fs::import_safetensors(&weights).unwrap().tensors == model.tensors;
+    assert!(imports_the_model());
+    let mkfifo = |path: &Path| {
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            path,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+            0,
+        )
+        .unwrap();
+    };
+    let refused = |what: &str| {
+        let error = apr::fs::import_safetensors(&weights).unwrap_err();
+        assert_eq!(error.signal(), Signal::Io, "{what}: {error}");
+    };
+    let scales = dir.path().join("scales.json");
+    let original = std::fs::read(&scales).unwrap();
+    std::fs::remove_file(&scales).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &scales).unwrap();
+    refused("a link to /dev/zero");
+    std::fs::remove_file(&scales).unwrap();
+    mkfifo(&scales);
+    refused("a FIFO");
+    std::fs::remove_file(&scales).unwrap();
+    let limit = apr::safetensors::sidecar_limit(&std::fs::read(&weights).unwrap()).unwrap();
+    let mut padded = original.clone();
+    padded.resize(usize::try_from(limit).unwrap() + 1, b' ');
+    std::fs::write(&scales, &padded).unwrap();
+    refused("larger than the weights can need");
+    // Within the limit, whitespace and all, it is read as before.
+    padded.truncate(usize::try_from(limit).unwrap());
+    std::fs::write(&scales, &padded).unwrap();
+    assert!(imports_the_model());
+    std::fs::remove_file(&weights).unwrap();
+    mkfifo(&weights);
+    refused("weights that are a FIFO");
+}
