@@ -33,6 +33,24 @@ pub fn open(path: impl AsRef<Path>) -> Result<AprFile<MappedFile>> {
     AprFile::from_envelope(Envelope::parse_lazy(bytes, Format::Model)?)
 }
 
+/// Maps a TRUENO_NATIVE model zero-copy (`zerocopy_trueno::MappedModel`) after checking what the
+/// mapping alone cannot, as it reads only the tensor index: that the index and the `.apr`
+/// metadata describe the same tensors (docs/zerocopy.md §9). Opening stays O(tensors).
+///
+/// # Errors
+/// As [`zerocopy_trueno::MappedModel::open`]; `InvalidFormat` if the metadata is not an `.apr`
+/// map, or disagrees with the index (naming the tensor); `Usage` for a file that is not
+/// TRUENO_NATIVE.
+pub fn open_mapped(path: impl AsRef<Path>) -> Result<zerocopy_trueno::MappedModel> {
+    let mapped = zerocopy_trueno::MappedModel::open(path)?;
+    let envelope = mapped.tensors().envelope();
+    let metadata = crate::codec::checked_metadata(envelope)?;
+    crate::trueno::aligned_sizes(envelope, &metadata)?.ok_or(Error::InvalidArgument(
+        "the file is not TRUENO_NATIVE: it has no aligned tensors",
+    ))?;
+    Ok(mapped)
+}
+
 /// Loads every tensor of an unencrypted model file.
 ///
 /// # Errors

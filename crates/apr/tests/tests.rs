@@ -1058,9 +1058,22 @@ fn trueno_with_index_of(honest: &TensorModel, liar: &TensorModel) -> Vec<u8> {
         )
         .unwrap()
     };
-    let mut file = parts(honest);
-    file.tensor_index = parts(liar).tensor_index;
-    file.to_bytes().unwrap()
+    let honest_parts = parts(honest);
+    let liar_index = zerocopy_trueno::TensorIndex::parse(
+        envelope_core::Format::Model,
+        parts(liar).tensor_index.as_deref().unwrap(),
+    )
+    .unwrap();
+    // The honest metadata, the liar's index, laid out (and padded) afresh.
+    let mut base =
+        envelope_core::EnvelopeParts::new(envelope_core::Format::Model, honest_parts.type_id);
+    base.quantized = honest_parts.quantized;
+    base.metadata = honest_parts.metadata;
+    let data: Vec<&[u8]> = liar.tensors.iter().map(Tensor::data).collect();
+    zerocopy_trueno::aligned_parts(base, liar_index, &data, Some(1))
+        .unwrap()
+        .to_bytes()
+        .unwrap()
 }
 
 /// Every `.apr` reader of a TRUENO_NATIVE file refuses `bytes` with `InvalidFormat` naming
@@ -1133,6 +1146,19 @@ fn fail_a_trueno_model_whose_index_and_metadata_disagree_is_refused_naming_the_t
     let swapped = TensorModel::new(vec![bias.clone(), weight.clone()]).unwrap();
     let error = apr::AprFile::parse(&trueno_with_index_of(&honest, &swapped)[..]).unwrap_err();
     assert_eq!(error.signal(), Signal::InvalidFormat, "{error}");
+    // Mapped: `MappedModel` reads the index alone; `apr::fs::open_mapped` checks the agreement.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("liar.apr");
+    std::fs::write(
+        &path,
+        trueno_with_index_of(&honest, &as_type(DType::I8, vec![64, 256])),
+    )
+    .unwrap();
+    let error = apr::fs::open_mapped(&path).unwrap_err();
+    assert!(error.to_string().contains("\"w\""), "{error}");
+    std::fs::write(&path, &same).unwrap();
+    let mapped = apr::fs::open_mapped(&path).unwrap();
+    assert_eq!(mapped.get_f32("w").unwrap(), &values[..]);
 }
 
 /// The padding after a TRUENO_NATIVE tensor (up to the next 64-byte boundary) must be zero, as
