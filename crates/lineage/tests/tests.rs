@@ -1,6 +1,8 @@
 //! Integration tests: golden vectors (`tests/data/`), the Python interop check, property tests,
 //! and the filesystem walker with checkpoint/resume.
 
+mod fuzz_check;
+
 use std::path::{Path, PathBuf};
 
 #[cfg(feature = "fs")]
@@ -920,4 +922,24 @@ fn files_swapped_after_the_walk_are_refused_not_followed() {
         ),
         "{dir_link:?}"
     );
+}
+
+/// Replays the fuzz corpora (fuzz/corpus/lineage_json, lineage_cbor) on stable: no input may
+/// panic or break a round trip.
+#[test]
+fn fuzz_corpora_replay_without_panic() {
+    for (target, check) in [
+        ("lineage_json", fuzz_check::lineage_json as fn(&[u8])),
+        ("lineage_cbor", fuzz_check::lineage_cbor),
+    ] {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fuzz/corpus")
+            .join(target);
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).expect("corpus") {
+            check(&std::fs::read(entry.expect("entry").path()).expect("read"));
+            seen += 1;
+        }
+        assert!(seen > 0, "empty corpus at {}", dir.display());
+    }
 }
