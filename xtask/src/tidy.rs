@@ -132,7 +132,7 @@ fn table(manifest: &str, header: &str) -> BTreeMap<String, String> {
 }
 
 /// Every `.rs` file under `dir`, skipping `target` directories and hidden ones.
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {
