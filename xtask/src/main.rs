@@ -17,6 +17,12 @@
 )]
 
 mod cargo;
+#[cfg(test)]
+mod cli_binaries;
+#[cfg(test)]
+mod cli_conventions;
+#[cfg(test)]
+mod doc_examples;
 mod regenerate;
 #[cfg(test)]
 mod tidy;

@@ -225,7 +225,14 @@ fn payloads_beyond_four_gib_use_the_chunk_index_totals() {
     );
     let envelope = Envelope::parse(&bytes[..], Format::Dataset).unwrap();
     assert_eq!(envelope.uncompressed_size(), 6 << 30);
-    // Each chunk declares 2 GiB but decodes to 16 bytes: refused, without allocating 2 GiB.
+    // Each chunk declares 2 GiB from a few bytes: over the reader's expansion limit, refused
+    // before decoding; with the limits lifted, decoded and found to hold 16 bytes. Neither path
+    // allocates 2 GiB.
+    assert!(matches!(
+        envelope.decode_chunk(0).unwrap_err(),
+        Error::LimitExceeded(_)
+    ));
+    let envelope = envelope.with_limits(envelope_core::Limits::UNLIMITED);
     assert_eq!(
         envelope.decode_chunk(0).unwrap_err().signal(),
         Signal::InvalidFormat
@@ -450,4 +457,69 @@ fn rows_vector_fails_on_the_row_rule() {
     ] {
         assert!(error.to_string().contains("num_rows"), "{error}");
     }
+}
+
+/// A compressed payload or chunk of a few hundred bytes that declares hundreds of mebibytes (or
+/// 64 GiB) once decoded: refused by every decoding method with `LimitExceeded` before anything is
+/// decompressed, whole or STREAMING (issue 14 §1). The caller's limits decide: raised, decoding
+/// goes on and stops at the stream's real end.
+#[test]
+fn declared_sizes_beyond_the_limits_are_refused_before_decoding() {
+    use envelope_core::{LimitKind, Limits};
+    let zeros = vec![0u8; 4096];
+    let frame = envelope_core::compression::compress(Compression::ZstdL3, &zeros)
+        .unwrap()
+        .into_owned();
+    let claimed = 300u64 << 20;
+    let mut whole = EnvelopeParts::new(Format::Dataset, 0x0001);
+    whole.compression = Compression::ZstdL3;
+    whole.payload = Payload::Whole {
+        stored: Cow::Borrowed(&frame),
+        uncompressed_size: claimed,
+    };
+    let whole = whole.to_bytes().unwrap();
+    let mut streaming = EnvelopeParts::new(Format::Dataset, 0x0001);
+    streaming.compression = Compression::ZstdL3;
+    streaming.num_rows = 1;
+    let index = ChunkIndex::from_sizes([(frame.len() as u64, 64u64 << 30, 1)]).unwrap();
+    streaming.payload = Payload::Chunked {
+        index,
+        stored: Cow::Borrowed(&frame),
+    };
+    let streaming = streaming.to_bytes().unwrap();
+    let limit_kind = |error: Error| match error {
+        Error::LimitExceeded(exceeded) => exceeded.what,
+        other => panic!("expected LimitExceeded, got {other}"),
+    };
+    let envelope = Envelope::parse(&whole[..], Format::Dataset).unwrap();
+    assert_eq!(envelope.limits(), &Limits::DEFAULT);
+    assert!(matches!(
+        limit_kind(envelope.decode_payload().unwrap_err()),
+        LimitKind::Expansion { .. }
+    ));
+    assert!(matches!(
+        limit_kind(envelope.payload_reader().unwrap_err()),
+        LimitKind::Expansion { .. }
+    ));
+    let error = envelope.decode_payload().unwrap_err();
+    assert_eq!(error.signal(), Signal::Usage);
+    assert!(error.to_string().contains("--max-expansion"), "{error}");
+    for envelope in [
+        Envelope::parse(&streaming[..], Format::Dataset).unwrap(),
+        Envelope::parse_lazy(&streaming[..], Format::Dataset).unwrap(),
+    ] {
+        assert_eq!(
+            limit_kind(envelope.decode_chunk(0).unwrap_err()),
+            LimitKind::ChunkSize
+        );
+        assert!(envelope.chunk_reader(0).is_err());
+        assert!(envelope.payload_reader().is_err());
+        assert!(envelope.decode_payload().is_err());
+    }
+    // With the limits lifted, the stream is decoded, and found to hold only 4096 bytes.
+    let lifted = Envelope::parse(&whole[..], Format::Dataset)
+        .unwrap()
+        .with_limits(Limits::UNLIMITED);
+    let error = lifted.decode_payload().unwrap_err();
+    assert_eq!(error.signal(), Signal::InvalidFormat, "{error}");
 }

@@ -158,7 +158,12 @@ fn signed_pack_verifies_with_the_public_key_and_damaged_parity_is_reported() {
         "--ecc-parity",
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("ok    (signature)"));
+    // The line says what the signature covers: the metadata, not the chunks (issue 14 §5).
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("ok    (signature over the index metadata"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     // Damage one ECC byte: the data still verifies, --ecc-parity reports it, repair restores it.
     let mut bytes = std::fs::read(&out).unwrap();
     bytes[28 + 32 + 100 + 3] ^= 0x10;
