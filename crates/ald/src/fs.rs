@@ -224,11 +224,12 @@ impl StreamingWriter {
     ///
     /// # Errors
     /// As [`StreamingWriter::finish`].
+    #[cfg(feature = "format-encryption")]
     pub fn finish_encrypted(self, encryptor: &envelope_crypto::ChunkEncryptor) -> Result<u64> {
         self.assemble(Some(encryptor))
     }
 
-    fn assemble(mut self, encryptor: Option<&envelope_crypto::ChunkEncryptor>) -> Result<u64> {
+    fn assemble(mut self, encryptor: Option<&dyn ChunkSealing>) -> Result<u64> {
         self.flush_chunk()?;
         let mut index = ChunkIndex::from_sizes(
             self.sizes
@@ -260,16 +261,16 @@ impl StreamingWriter {
         let sizes = &self.sizes;
         envelope_core::fs::write_atomic(self.destination.clone(), |out| {
             let mut writer = parts.begin_chunked(index, out)?;
-            let sealer = encryptor.map(|encryptor| encryptor.sealer(writer.bytes_before_payload()));
+            let seal = encryptor.map(|encryptor| encryptor.sealer(writer.bytes_before_payload()));
             let mut stored = Vec::new();
             for (number, (size, ..)) in sizes.iter().enumerate() {
                 stored.resize(to_usize(*size)?, 0);
                 spill.read_exact(&mut stored)?;
-                match &sealer {
-                    Some(sealer) => {
+                match &seal {
+                    Some(seal) => {
                         let ordinal = u32::try_from(number)
                             .map_err(|_| Error::InvalidArgument("more than u32::MAX chunks"))?;
-                        writer.write_chunk(&sealer.seal(ordinal, &stored)?)?;
+                        writer.write_chunk(&seal(ordinal, &stored)?)?;
                     }
                     None => writer.write_chunk(&stored)?,
                 }
@@ -287,6 +288,34 @@ impl StreamingWriter {
         parts.metadata = self.options.metadata.encode()?.into();
         parts.schema = ipc::schema_message(&self.schema)?.into();
         Ok(parts)
+    }
+}
+
+/// What encrypts a STREAMING file's chunks as they are copied into it: `envelope-crypto`'s
+/// `ChunkEncryptor` with the `format-encryption` feature. A trait so that the writer itself
+/// compiles (and links no cipher) without that feature.
+trait ChunkSealing {
+    fn encryption_block(&self) -> Vec<u8>;
+    fn sealed_index(&self, plain: &ChunkIndex) -> Result<ChunkIndex>;
+    fn sealer<'s>(&'s self, bytes_before_payload: &[u8]) -> ChunkSeal<'s>;
+}
+
+/// Seals chunk `ordinal`'s stored bytes.
+type ChunkSeal<'s> = Box<dyn Fn(u32, &[u8]) -> Result<Vec<u8>> + 's>;
+
+#[cfg(feature = "format-encryption")]
+impl ChunkSealing for envelope_crypto::ChunkEncryptor {
+    fn encryption_block(&self) -> Vec<u8> {
+        envelope_crypto::ChunkEncryptor::encryption_block(self)
+    }
+
+    fn sealed_index(&self, plain: &ChunkIndex) -> Result<ChunkIndex> {
+        envelope_crypto::ChunkEncryptor::sealed_index(self, plain)
+    }
+
+    fn sealer<'s>(&'s self, bytes_before_payload: &[u8]) -> ChunkSeal<'s> {
+        let sealer = envelope_crypto::ChunkEncryptor::sealer(self, bytes_before_payload);
+        Box::new(move |ordinal, stored| sealer.seal(ordinal, stored))
     }
 }
 

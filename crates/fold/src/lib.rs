@@ -43,6 +43,7 @@ mod index;
 pub mod json;
 mod reader;
 pub mod rs;
+#[cfg(feature = "signature")]
 pub mod signature;
 mod source;
 mod writer;
