@@ -9,6 +9,8 @@
     reason = "test tables are small; sizes and offsets fit every type involved"
 )]
 
+mod verified_bytes;
+
 use std::sync::Arc;
 
 use ald::interchange::{FileKind, ReadOptions, Source};

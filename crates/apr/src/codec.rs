@@ -427,7 +427,7 @@ pub(crate) fn decode_serde<M: DeserializeOwned>(kind: PayloadKind, payload: &[u8
 
 /// Decodes the metadata of a verified envelope and checks it against the payload's structure.
 pub(crate) fn checked_metadata<B: AsRef<[u8]>>(envelope: &Envelope<B>) -> Result<ModelMetadata> {
-    let metadata = ModelMetadata::decode(envelope.metadata())?;
+    let metadata = ModelMetadata::decode(envelope.checked_metadata()?)?;
     check_structure(envelope, &metadata)?;
     Ok(metadata)
 }

@@ -12,6 +12,7 @@ use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
+use envelope_core::fs::Destination;
 use envelope_core::{ChunkIndex, Envelope, EnvelopeParts, Error, Format, Result};
 pub use mapped_file::MappedFile;
 
@@ -29,8 +30,20 @@ use crate::{gguf, safetensors};
 /// # Errors
 /// `Io` if the file cannot be read; otherwise as [`AprFile::parse`].
 pub fn open(path: impl AsRef<Path>) -> Result<AprFile<MappedFile>> {
+    open_with(path, envelope_core::Limits::DEFAULT)
+}
+
+/// [`open`] under the reader's resource policy `limits` (how much a tensor or the metadata may
+/// decode to).
+///
+/// # Errors
+/// As [`open`], plus `LimitExceeded`.
+pub fn open_with(
+    path: impl AsRef<Path>,
+    limits: envelope_core::Limits,
+) -> Result<AprFile<MappedFile>> {
     let bytes = MappedFile::open(path)?;
-    AprFile::from_envelope(Envelope::parse_lazy(bytes, Format::Model)?)
+    AprFile::from_envelope(Envelope::parse_lazy(bytes, Format::Model)?.with_limits(limits))
 }
 
 /// Maps a TRUENO_NATIVE model zero-copy (`zerocopy_trueno::MappedModel`) after checking what the
@@ -65,8 +78,8 @@ pub fn load_tensors(path: impl AsRef<Path>, expected: ModelType) -> Result<Tenso
 ///
 /// # Errors
 /// `Io`, or the writer's errors.
-pub fn save_parts(path: impl AsRef<Path>, parts: &EnvelopeParts<'_>) -> Result<()> {
-    envelope_core::fs::save(path, parts)
+pub fn save_parts(destination: impl Into<Destination>, parts: &EnvelopeParts<'_>) -> Result<()> {
+    envelope_core::fs::save(destination, parts)
 }
 
 /// Saves a tensor model atomically.
@@ -74,12 +87,12 @@ pub fn save_parts(path: impl AsRef<Path>, parts: &EnvelopeParts<'_>) -> Result<(
 /// # Errors
 /// As [`crate::tensor_parts`], plus `Io`.
 pub fn save_tensors(
-    path: impl AsRef<Path>,
+    destination: impl Into<Destination>,
     model: &TensorModel,
     model_type: ModelType,
     options: &SaveOptions,
 ) -> Result<()> {
-    let mut writer = TensorFileWriter::new(path, options.compression)?;
+    let mut writer = TensorFileWriter::new(destination, options.compression)?;
     for tensor in &model.tensors {
         writer.push(tensor)?;
     }
@@ -91,13 +104,13 @@ pub fn save_tensors(
 /// # Errors
 /// As [`gguf::write`], plus `Io`.
 pub fn export_gguf(
-    path: impl AsRef<Path>,
+    destination: impl Into<Destination>,
     model: &TensorModel,
     model_type: ModelType,
     card: &ModelCard,
     options: &gguf::GgufOptions,
 ) -> Result<()> {
-    envelope_core::fs::write_atomic(path, |out| {
+    envelope_core::fs::write_atomic(destination, |out| {
         gguf::write(model, model_type, card, options, out)
     })
 }
@@ -108,13 +121,13 @@ pub fn export_gguf(
 /// # Errors
 /// As [`gguf::write_lazy`] and [`AprFile::tensor_at`], plus `Io`.
 pub fn export_gguf_from<B: AsRef<[u8]>>(
-    path: impl AsRef<Path>,
+    destination: impl Into<Destination>,
     file: &AprFile<B>,
     options: &gguf::GgufOptions,
 ) -> Result<()> {
     let model_type = ModelType::from_id(file.model_type_id()).unwrap_or(ModelType::Custom);
     let metadata = file.metadata();
-    envelope_core::fs::write_atomic(path, |out| {
+    envelope_core::fs::write_atomic(destination, |out| {
         gguf::write_lazy(
             &metadata.tensors,
             model_type,
@@ -126,37 +139,36 @@ pub fn export_gguf_from<B: AsRef<[u8]>>(
     })
 }
 
-/// Writes a SafeTensors export into directory `dir` (created if missing): `weights.safetensors`
-/// and, when quantized tensors need them, `scales.json` and `mins.json` (001 §6.2.6). Each file
-/// is written atomically.
+/// The files a SafeTensors export directory holds: an earlier export made of these alone may be
+/// replaced (with `Existing::Replace`); a directory holding anything else never is.
+pub const SAFETENSORS_EXPORT_FILES: &[&str] = &["weights.safetensors", "scales.json", "mins.json"];
+
+/// Writes a SafeTensors export as the directory `destination`: `weights.safetensors` and, when
+/// quantized tensors need them, `scales.json` and `mins.json` (001 §6.2.6). The directory is
+/// built beside the destination and moved into place whole ([`output_file::write_dir`]), so an
+/// export never mixes new files with an earlier export's (a stale `scales.json` would be read
+/// with new weights).
 ///
 /// # Errors
-/// As [`safetensors::export`], plus `Io`.
-pub fn export_safetensors(dir: impl AsRef<Path>, model: &TensorModel) -> Result<()> {
-    let dir = dir.as_ref();
+/// As [`safetensors::export`], plus `Io` (`AlreadyExists` for a non-empty directory under
+/// `Existing::Keep`; `InvalidInput` for a directory holding files an export does not write).
+pub fn export_safetensors(destination: impl Into<Destination>, model: &TensorModel) -> Result<()> {
     let exported = safetensors::export(model)?;
-    std::fs::create_dir_all(dir)?;
-    let write = |name: &str, bytes: &[u8]| {
-        envelope_core::fs::write_atomic(dir.join(name), |out| Ok(out.write_all(bytes)?))
-    };
-    write("weights.safetensors", &exported.weights)?;
-    for (name, text) in [
-        ("scales.json", &exported.scales),
-        ("mins.json", &exported.mins),
-    ] {
-        match text {
-            Some(text) => write(name, text.as_bytes())?,
-            None => {
-                // A stale sidecar from an earlier export would be read with the new weights.
-                if let Err(error) = std::fs::remove_file(dir.join(name))
-                    && error.kind() != std::io::ErrorKind::NotFound
-                {
-                    return Err(error.into());
-                }
+    output_file::write_dir(destination, SAFETENSORS_EXPORT_FILES, |dir| {
+        let write = |name: &str, bytes: &[u8]| {
+            envelope_core::fs::write_atomic(dir.join(name), |out| Ok(out.write_all(bytes)?))
+        };
+        write("weights.safetensors", &exported.weights)?;
+        for (name, text) in [
+            ("scales.json", &exported.scales),
+            ("mins.json", &exported.mins),
+        ] {
+            if let Some(text) = text {
+                write(name, text.as_bytes())?;
             }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Imports a SafeTensors file; `scales.json` / `mins.json` next to it are used when present.
@@ -240,7 +252,7 @@ fn read_sidecar(path: &Path, limit: u64) -> Result<Option<Vec<u8>>> {
 
 /// Writes a tensor model one tensor at a time: memory holds one tensor, not the model.
 pub struct TensorFileWriter {
-    path: std::path::PathBuf,
+    destination: Destination,
     compression: envelope_core::Compression,
     spill: BufWriter<File>,
     entries: Vec<TensorEntry>,
@@ -255,26 +267,30 @@ pub struct TensorFileWriter {
 impl core::fmt::Debug for TensorFileWriter {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("TensorFileWriter")
-            .field("path", &self.path)
+            .field("destination", &self.destination)
             .field("tensors", &self.entries.len())
             .finish_non_exhaustive()
     }
 }
 
 impl TensorFileWriter {
-    /// Starts a model file at `path` (nothing appears there until [`TensorFileWriter::finish`]).
+    /// Starts a model file at `destination` (nothing appears there until
+    /// [`TensorFileWriter::finish`]). The destination is checked now, so a refused output fails
+    /// before any tensor is read.
     ///
     /// # Errors
-    /// `Io` if the spill file cannot be created next to `path`.
-    pub fn new(path: impl AsRef<Path>, compression: envelope_core::Compression) -> Result<Self> {
-        let path = path.as_ref().to_path_buf();
-        let dir = match path.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-            _ => std::path::PathBuf::from("."),
-        };
-        let spill = tempfile::tempfile_in(dir)?;
+    /// `Io` if the destination is refused ([`Destination::check`]) or the spill file cannot be
+    /// created.
+    pub fn new(
+        destination: impl Into<Destination>,
+        compression: envelope_core::Compression,
+    ) -> Result<Self> {
+        let destination = destination.into();
+        destination.check()?;
+        // Anonymous (unlinked at creation): nothing to clean up on any exit path.
+        let spill = tempfile::tempfile_in(destination.scratch_dir()?)?;
         Ok(Self {
-            path,
+            destination,
             compression,
             spill: BufWriter::with_capacity(1 << 20, spill),
             entries: Vec::new(),
@@ -340,7 +356,7 @@ impl TensorFileWriter {
             .map_err(|e| Error::Io(e.into_error()))?;
         spill.seek(SeekFrom::Start(0))?;
         let sizes = self.sizes;
-        envelope_core::fs::write_atomic(&self.path, |out| {
+        envelope_core::fs::write_atomic(self.destination, |out| {
             let mut writer = parts.begin_chunked(index, out)?;
             let mut buffer = Vec::new();
             for (stored, _, _) in &sizes {

@@ -4,72 +4,16 @@
 
 mod complexity;
 mod fuzz_check;
+mod vectors;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use vectors::{card, data_dir, golden_bytes, sample_model, test_values, to_bytes};
+
 use apr::quant::kernels;
-use apr::{
-    DType, ModelCard, ModelType, QuantType, SaveOptions, Tensor, TensorModel, gguf, safetensors,
-};
+use apr::{DType, ModelType, QuantType, SaveOptions, Tensor, TensorModel, gguf, safetensors};
 use envelope_core::{Compression, Signal};
-
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
-}
-
-/// Deterministic xorshift; no RNG crate needed for test data.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
-    }
-}
-
-/// Blocks of 32: random at many scales, and the adversarial cases of the issue.
-fn test_values(seed: u64, random_blocks: usize) -> Vec<f32> {
-    let mut rng = Rng(seed);
-    let mut v = Vec::new();
-    let scales = [1e-3f32, 0.1, 1.0, 7.0, 1e3, 6.0e4, 1e20, 1e30];
-    for i in 0..random_blocks {
-        let scale = scales[i % scales.len()];
-        v.extend((0..32).map(|_| rng.unit() * scale));
-    }
-    v.extend([0.0f32; 32]);
-    v.extend([-0.0f32; 32]);
-    v.extend((0..32).map(|i| if i % 3 == 0 { -0.0 } else { 0.0 })); // mixed signed zeros
-    v.extend((0..32).map(|i| f32::from_bits(1 + i * 7919))); // positive denormals
-    v.extend((0..32).map(|i| -f32::from_bits(3 + i * 104_729))); // negative denormals
-    v.extend((0..32).map(|i| (i as f32 - 16.0) * 1e-38)); // tiny normals: 1/d overflows
-    v.extend((0..32).map(|i| if i % 2 == 0 { f32::MAX } else { -f32::MAX })); // huge
-    v.extend((0..32).map(|i| f32::MAX / (i as f32 + 1.0)));
-    v.extend((0..32).map(|i| i as f32 + 0.5)); // rounding ties
-    v.extend((0..32).map(|i| -(i as f32) - 0.5));
-    v.extend((0..32).map(|i| {
-        if i == 5 {
-            -8.0
-        } else if i == 9 {
-            8.0
-        } else {
-            1.0
-        }
-    })); // sign ties
-    v.extend((0..32).map(|i| if i == 17 { 1e4 } else { 1e-3 })); // spike
-    v.extend([3.0f32; 32]); // constant
-    v.extend((0..32).map(|i| 65504.0 * (i as f32 / 31.0))); // f16 max
-    v
-}
-
-fn to_bytes(values: &[f32]) -> Vec<u8> {
-    values.iter().flat_map(|v| v.to_le_bytes()).collect()
-}
 
 fn from_bytes(bytes: &[u8]) -> Vec<f32> {
     bytes
@@ -145,37 +89,6 @@ fn known_answers_from_gguf_quants() {
     }
 }
 
-/// Regenerates `tests/data/kat` (run with `--ignored` and INTEROP_PYTHON set).
-#[test]
-#[ignore = "maintenance: regenerates the known-answer vectors"]
-fn regenerate_known_answers() {
-    let Some(python) = std::env::var_os("REGENERATE_KAT_PYTHON") else {
-        return;
-    };
-    std::fs::write(data_dir().join("golden_q4_0.apr"), golden_bytes()).unwrap();
-    let dir = data_dir().join("kat");
-    std::fs::write(dir.join("values.f32"), to_bytes(&test_values(0x5eed, 48))).unwrap();
-    let status = Command::new(python)
-        .arg(oracle())
-        .arg("quantize")
-        .arg(dir.join("values.f32"))
-        .arg(&dir)
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
-/// A small quantized model with a card, uncompressed (so the bytes do not depend on the zstd
-/// version): the checked-in golden file.
-fn golden_bytes() -> Vec<u8> {
-    let model = sample_model().quantize(QuantType::Q4_0).unwrap();
-    let options = SaveOptions {
-        card: card(),
-        compression: Compression::None,
-    };
-    apr::save_tensors_to_bytes(&model, ModelType::NeuralSequential, &options).unwrap()
-}
-
 /// The format does not drift: a file written by an earlier build still loads to the same model,
 /// and today's writer produces it byte for byte.
 #[test]
@@ -241,30 +154,6 @@ fn quantization_matches_gguf_quants_on_random_and_adversarial_blocks() {
                 "{name} value {i}: ours {a:e}, gguf {b:e}"
             );
         }
-    }
-}
-
-fn sample_model() -> TensorModel {
-    let mut rng = Rng(42);
-    let mut values = |n: usize| (0..n).map(|_| rng.unit()).collect::<Vec<f32>>();
-    TensorModel::new(vec![
-        Tensor::from_f32("token_embd.weight", vec![16, 64], &values(1024)).unwrap(),
-        Tensor::from_f32("blk.0.attn_q.weight", vec![64, 64], &values(4096)).unwrap(),
-        Tensor::from_f32("blk.0.attn_norm.weight", vec![64], &values(64)).unwrap(),
-        Tensor::from_f32("blk.0.odd", vec![3, 5], &values(15)).unwrap(),
-        Tensor::from_f32("output.weight", vec![8, 64], &values(512)).unwrap(),
-    ])
-    .unwrap()
-}
-
-fn card() -> ModelCard {
-    ModelCard {
-        name: "tiny".into(),
-        version: "0.1.0".into(),
-        author: Some("apr tests".into()),
-        license: Some("MIT".into()),
-        created_at: "2026-11-22T00:00:00Z".into(),
-        ..ModelCard::default()
     }
 }
 

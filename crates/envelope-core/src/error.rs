@@ -437,6 +437,10 @@ pub enum Error {
         /// Which rule of the target it breaks.
         reason: &'static str,
     },
+    /// The file asks for more than the reader's [`crate::Limits`] allow (a reader policy, not a
+    /// fault of the file: raise the limit to read it).
+    #[error("Usage: LimitExceeded: {0}")]
+    LimitExceeded(crate::limits::LimitExceeded),
     /// The operating system reported an error.
     #[error("Io: {0}")]
     Io(#[from] std::io::Error),
@@ -462,7 +466,8 @@ impl Error {
             | Self::InvalidArgument(_)
             | Self::NoSuchItem { .. }
             | Self::WrongType { .. }
-            | Self::ExportFailed { .. } => Signal::Usage,
+            | Self::ExportFailed { .. }
+            | Self::LimitExceeded(_) => Signal::Usage,
             Self::Io(_) => Signal::Io,
         }
     }

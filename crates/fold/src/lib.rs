@@ -44,6 +44,7 @@ pub mod json;
 mod names;
 mod reader;
 pub mod rs;
+#[cfg(feature = "signature")]
 pub mod signature;
 mod source;
 mod writer;

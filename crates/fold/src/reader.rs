@@ -883,6 +883,7 @@ impl<S: Source> FoldReader<S> {
         Ok(fixed)
     }
 
+    #[cfg(feature = "signature")]
     /// Verifies pyfolds' Ed25519 `metadata.signature` under `public_key_pem`.
     ///
     /// # Errors

@@ -187,7 +187,8 @@ fn invalid_splits_fail_with_their_code() {
     );
     assert_eq!(out.status.code(), Some(1));
     let got: Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(got["failure_code"], "SPLIT_FRACTION_SUM");
+    assert_eq!(got["ok"], false);
+    assert_eq!(got["error"]["code"], "SPLIT_FRACTION_SUM");
 }
 
 #[test]

@@ -2,114 +2,22 @@
 //! and the filesystem walker with checkpoint/resume.
 
 mod fuzz_check;
+mod vectors;
 
 use std::path::{Path, PathBuf};
+
+use vectors::{data_dir, golden_files, run_case};
 
 #[cfg(feature = "fs")]
 use lineage::fs::{BuildOutcome, HashOptions, SymlinkPolicy, hash_tree, walk};
 use lineage::{
-    AccessPlanInputs, Digest, Error, SnapshotInputs, SplitDefs, TransformChain, build_snapshot,
-    data_access_plan_hash, dataset_root_hash,
+    Digest, Error, SnapshotInputs, SplitDefs, TransformChain, build_snapshot, dataset_root_hash,
 };
 use proptest::prelude::*;
 use serde_json::{Value as Json, json};
 
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
-}
-
-/// Runs one case in the shared case format (see `tests/data/README.md`), exactly as the Python
-/// reference does, and returns the result object (without `id`).
-fn run_case(case: &Json) -> Json {
-    match try_case(case) {
-        Ok(v) => v,
-        Err(e) => json!({"ok": false, "failure_code": e.failure_code().as_str()}),
-    }
-}
-
-fn try_case(case: &Json) -> Result<Json, Error> {
-    let splits = match case["splits_json"].as_str() {
-        Some(t) => SplitDefs::from_json(t)?,
-        None => SplitDefs::default(),
-    };
-    let transforms = match case["transforms_json"].as_str() {
-        Some(t) => TransformChain::from_json(t)?,
-        None => TransformChain::default(),
-    };
-    let inputs = SnapshotInputs::new(
-        case["tenant_id"].as_str().unwrap_or_default(),
-        case["version"].as_str().unwrap_or_default(),
-        splits,
-        transforms,
-    )?;
-    #[cfg(feature = "fs")]
-    let dir = case["dir"].as_str();
-    #[cfg(not(feature = "fs"))]
-    let dir: Option<&str> = None;
-    let data = if let Some(dir) = dir {
-        #[cfg(feature = "fs")]
-        {
-            lineage::fs::dataset_root_hash_dir(Path::new(dir))?
-        }
-        #[cfg(not(feature = "fs"))]
-        unreachable!("{dir}")
-    } else {
-        let files: Vec<(String, Vec<u8>)> = case["files"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|f| {
-                let p = f[0].as_str().unwrap_or_default().to_owned();
-                let b = hex::decode(f[1].as_str().unwrap_or_default()).unwrap_or_default();
-                (p, b)
-            })
-            .collect();
-        dataset_root_hash(files)?
-    };
-    let snap = build_snapshot(&inputs, &data)?;
-    let names = inputs.splits.entries();
-    let assignment: Vec<&str> = inputs
-        .splits
-        .assign(snap.metrics.source_count)
-        .into_iter()
-        .map(|i| names[i].name.as_str())
-        .collect();
-    let mut out = json!({
-        "ok": true,
-        "dataset_root_hash": snap.dataset_root_hash.to_hex(),
-        "split_hashes": snap.split_hashes.to_hex(),
-        "transform_chain_hash": snap.transform_chain_hash.to_hex(),
-        "dataset_snapshot_id": snap.dataset_snapshot_id.to_hex(),
-        "lineage_root_hash": snap.lineage_root_hash.to_hex(),
-        "source_count": snap.metrics.source_count,
-        "transform_count": snap.metrics.transform_count,
-        "snapshot_size_bytes": snap.metrics.snapshot_size_bytes,
-        "assignment": assignment,
-    });
-    if let Some(plan) = case.get("plan").filter(|p| !p.is_null()) {
-        let h = |k: &str| Digest::from_hex(plan[k].as_str().unwrap_or_default());
-        let p = AccessPlanInputs {
-            kernel_replay_token: h("kernel_replay_token")?,
-            manifest_hash: h("manifest_hash")?,
-            dataset_key: snap.dataset_snapshot_id,
-            sampler_config_hash: h("sampler_config_hash")?,
-        };
-        out["data_access_plan_hash"] = json!(data_access_plan_hash(&p).to_hex());
-    }
-    Ok(out)
-}
-
-fn golden_files() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(data_dir())
-        .map(|rd| rd.filter_map(Result::ok).map(|e| e.path()).collect())
-        .unwrap_or_default();
-    v.retain(|p| p.extension().is_some_and(|e| e == "json"));
-    v.sort();
-    v
-}
-
-/// Table-driven check of every vector; `LINEAGE_BLESS=1` rewrites the `expect` fields instead
-/// (then confirm them with the Python reference before checking in).
+/// Table-driven check of every vector; `cargo xtask regenerate lineage` rewrites the `expect`
+/// fields (then confirm them with the Python reference before checking in).
 #[test]
 fn golden_vectors_match_including_fail_cases() {
     let files = golden_files();
@@ -118,10 +26,9 @@ fn golden_vectors_match_including_fail_cases() {
         "golden vectors missing in {}",
         data_dir().display()
     );
-    let bless = std::env::var_os("LINEAGE_BLESS").is_some();
     for path in files {
         let text = std::fs::read_to_string(&path).expect("read vector");
-        let mut vector: Json = serde_json::from_str(&text).expect("vector is JSON");
+        let vector: Json = serde_json::from_str(&text).expect("vector is JSON");
         let got = run_case(&vector["input"]);
         let name = path
             .file_name()
@@ -133,13 +40,7 @@ fn golden_vectors_match_including_fail_cases() {
             got["ok"] == json!(false),
             "{name}: fail_ prefix must match a failing case, got {got}"
         );
-        if bless {
-            vector["expect"] = got;
-            let out = serde_json::to_string_pretty(&vector).expect("serialize") + "\n";
-            std::fs::write(&path, out).expect("write vector");
-        } else {
-            assert_eq!(got, vector["expect"], "{name}");
-        }
+        assert_eq!(got, vector["expect"], "{name}");
     }
 }
 
