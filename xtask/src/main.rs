@@ -5,7 +5,8 @@
 //! through `$CARGO`, so the toolchain pinned in `rust-toolchain.toml` is the one that runs.
 //!
 //! - `wasm-gate`: see [`wasm_gate`].
-//! - `fuzz-seeds`: seeds of the interchange fuzz targets, see [`fuzz_seeds_interchange`].
+//! - `regenerate WHAT`, `fuzz-seeds TARGET`: the generators of checked-in test data, see
+//!   [`regenerate`] and, for the interchange fuzz targets, [`fuzz_seeds_interchange`].
 //!
 //! Tidy checks (every module opens with `//!`, ...) are `#[test]`s in `tidy.rs`, run by
 //! `cargo test -p xtask`.
@@ -16,12 +17,27 @@
 )]
 
 mod cargo;
+#[cfg(test)]
+mod cli_binaries;
+#[cfg(test)]
+mod cli_conventions;
+#[cfg(test)]
+mod doc_examples;
 mod fuzz_seeds_interchange;
+mod regenerate;
 #[cfg(test)]
 mod tidy;
 mod wasm_gate;
 
 use std::process::ExitCode;
+
+fn help() -> String {
+    format!(
+        "{HELP}\n\nregenerate WHAT (review `git diff` afterwards):\n{}\n\nfuzz-seeds TARGET:\n{}",
+        regenerate::help("regenerate"),
+        regenerate::help("fuzz-seeds")
+    )
+}
 
 const HELP: &str = "\
 cargo xtask <command>
@@ -33,10 +49,12 @@ Commands:
                           policy; then run the native <-> wasm32 round trip under Node.js.
                           --no-node skips the round trip (quick local use only; CI runs it).
                           Node is `$NODE` if set, else `node` on PATH.
+  regenerate WHAT         Rewrite a crate's checked-in known-answer vectors or golden files
+                          (generators never run as tests; see the list below).
+  fuzz-seeds TARGET       Write the seed inputs of a fuzz target into fuzz/corpus/TARGET.
   fuzz-seeds TARGET|all [--python PATH]
-                          Write seed files for an interchange fuzz target (arrow_file,
-                          arrow_stream, parquet_reader, csv_reader, jsonl_reader,
-                          safetensors_import) into fuzz/corpus/TARGET: files written by pyarrow,
+                          For the interchange targets (arrow_file, arrow_stream, parquet_reader,
+                          csv_reader, jsonl_reader, safetensors_import): files written by pyarrow,
                           pandas and safetensors (Python: --python, $INTEROP_PYTHON or
                           .venv/bin/python) and by our own writers (alimentar, apr).
   help, --help            This text.
@@ -48,26 +66,30 @@ fn main() -> ExitCode {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = match args.as_slice() {
         [] | ["help" | "--help" | "-h"] => {
-            println!("{HELP}");
+            println!("{}", help());
             return ExitCode::SUCCESS;
         }
         ["wasm-gate", flags @ ..] => match wasm_gate::Options::parse(flags) {
             Ok(Some(options)) => wasm_gate::run(&options),
             Ok(None) => {
-                println!("{HELP}");
+                println!("{}", help());
                 return ExitCode::SUCCESS;
             }
             Err(error) => Err(error),
         },
+        ["regenerate", name] => regenerate::run("regenerate", name),
+        ["fuzz-seeds", name] if regenerate::has("fuzz-seeds", name) => {
+            regenerate::run("fuzz-seeds", name)
+        }
         ["fuzz-seeds", args @ ..] => match fuzz_seeds_interchange::Options::parse(args) {
             Ok(Some(options)) => fuzz_seeds_interchange::run(&options),
             Ok(None) => {
-                println!("{HELP}");
+                println!("{}", help());
                 return ExitCode::SUCCESS;
             }
             Err(error) => Err(error),
         },
-        [other, ..] => Err(anyhow::anyhow!("unknown command `{other}`\n\n{HELP}")),
+        [other, ..] => Err(anyhow::anyhow!("unknown command `{other}`\n\n{}", help())),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

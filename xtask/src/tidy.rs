@@ -132,7 +132,7 @@ fn table(manifest: &str, header: &str) -> BTreeMap<String, String> {
 }
 
 /// Every `.rs` file under `dir`, skipping `target` directories and hidden ones.
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {
@@ -166,4 +166,169 @@ fn module_doc_detection() {
     assert!(!opens_with_module_doc("\n//! Doc after a blank line."));
     assert!(!opens_with_module_doc("#![no_std]\nfn f() {}"));
     assert!(!opens_with_module_doc("/// Item doc.\nfn f() {}"));
+}
+
+/// The layer each crate under `crates/` declares (`[package.metadata] layer = N`), and its
+/// workspace dependencies that count for layering (normal and build, not dev: a test may use a
+/// helper crate from any layer).
+fn layered_graph() -> (BTreeMap<String, u64>, Vec<(String, String)>) {
+    let root = project_root();
+    let metadata = crate::cargo::metadata(&root).expect("cargo metadata runs");
+    let packages = metadata["packages"].as_array().cloned().unwrap_or_default();
+    let under_crates = |package: &serde_json::Value| {
+        package["manifest_path"]
+            .as_str()
+            .is_some_and(|path| Path::new(path).starts_with(root.join("crates")))
+    };
+    let mut layers = BTreeMap::new();
+    let mut edges = Vec::new();
+    for package in packages.iter().filter(|p| under_crates(p)) {
+        let name = package["name"].as_str().unwrap_or_default().to_owned();
+        let layer = package["metadata"]["layer"].as_u64().unwrap_or_else(|| {
+            panic!("{name}: declare its layer in Cargo.toml ([package.metadata] layer = N)")
+        });
+        layers.insert(name.clone(), layer);
+        for dependency in package["dependencies"].as_array().into_iter().flatten() {
+            if dependency["kind"].as_str() == Some("dev") || dependency["path"].is_null() {
+                continue;
+            }
+            let to = dependency["name"].as_str().unwrap_or_default().to_owned();
+            edges.push((name.clone(), to));
+        }
+    }
+    (layers, edges)
+}
+
+/// Every edge that does not point to a strictly lower layer, as `from (n) -> to (m)`.
+fn layering_violations(layers: &BTreeMap<String, u64>, edges: &[(String, String)]) -> Vec<String> {
+    edges
+        .iter()
+        .filter_map(|(from, to)| {
+            let (&high, &low) = (layers.get(from)?, layers.get(to)?);
+            (low >= high).then(|| format!("{from} (layer {high}) -> {to} (layer {low})"))
+        })
+        .collect()
+}
+
+/// Dependencies point down only (ARCHITECTURE.md): each crate's workspace dependencies have a
+/// lower layer than its own, as the manifests declare them.
+#[test]
+fn every_crate_depends_only_on_lower_layers() {
+    let (layers, edges) = layered_graph();
+    assert!(
+        layers.len() >= 12,
+        "every crate declares a layer: {layers:?}"
+    );
+    let violations = layering_violations(&layers, &edges);
+    assert!(
+        violations.is_empty(),
+        "edges to the same or a higher layer:\n  {}",
+        violations.join("\n  ")
+    );
+}
+
+#[test]
+fn a_planted_upward_or_sideways_edge_is_caught() {
+    let layers: BTreeMap<String, u64> = [("envelope-core", 0), ("envelope-crypto", 1), ("ald", 4)]
+        .into_iter()
+        .map(|(name, layer)| (name.to_owned(), layer))
+        .collect();
+    let edge = |from: &str, to: &str| (from.to_owned(), to.to_owned());
+    assert!(layering_violations(&layers, &[edge("ald", "envelope-core")]).is_empty());
+    assert_eq!(
+        layering_violations(
+            &layers,
+            &[
+                edge("envelope-core", "ald"),
+                edge("ald", "ald"),
+                edge("ald", "serde")
+            ]
+        ),
+        [
+            "envelope-core (layer 0) -> ald (layer 4)",
+            "ald (layer 4) -> ald (layer 4)"
+        ]
+    );
+}
+
+/// Crates that encrypt, sign or derive keys: none may be linked by a crate built without its
+/// default features ("features remove what they name").
+const CRYPTO_CRATES: &[&str] = &[
+    "aes",
+    "aes-gcm",
+    "argon2",
+    "chacha20poly1305",
+    "curve25519-dalek",
+    "ed25519-dalek",
+    "ghash",
+    "hkdf",
+    "polyval",
+    "x25519-dalek",
+    "ring",
+    "openssl",
+];
+
+/// The crypto crates named in a `cargo tree --prefix none` listing.
+fn crypto_in_tree(tree: &str) -> Vec<String> {
+    let mut found: Vec<String> = tree
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| CRYPTO_CRATES.contains(name))
+        .map(str::to_owned)
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// Without default features every library crate is a small core: no cipher, no signature scheme,
+/// no KDF in its dependency tree (the crypto arrives with `format-encryption`, `format-signing`,
+/// `commercial`, fold's `signature`).
+#[test]
+fn trees_without_default_features_link_no_crypto() {
+    let root = project_root();
+    let (layers, _) = layered_graph();
+    let mut offenders = Vec::new();
+    for name in layers.keys() {
+        if matches!(
+            name.as_str(),
+            "envelope-crypto" | "envelope-sign" | "cli-support" | "test-support"
+        ) || name.ends_with("-cli")
+        {
+            // Crypto is what these crates are (or they are binaries, or test-only).
+            continue;
+        }
+        let run = crate::cargo::capture(
+            crate::cargo::cargo().args([
+                "tree",
+                "-p",
+                name,
+                "--no-default-features",
+                "-e",
+                "normal",
+                "--prefix",
+                "none",
+                "--locked",
+            ]),
+            &root,
+        )
+        .expect("cargo tree runs");
+        assert!(run.ok, "cargo tree -p {name}: {}", run.stderr);
+        let found = crypto_in_tree(&run.stdout);
+        if !found.is_empty() {
+            offenders.push(format!("{name}: {}", found.join(", ")));
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "crypto crates without default features:\n  {}",
+        offenders.join("\n  ")
+    );
+}
+
+#[test]
+fn a_planted_crypto_crate_is_caught() {
+    let tree = "ald v0.1.0 (/x)\nenvelope-core v0.1.0 (/y)\naes-gcm v0.10.3\nserde v1.0.0\n";
+    assert_eq!(crypto_in_tree(tree), ["aes-gcm"]);
+    assert!(crypto_in_tree("ald v0.1.0\nsha2 v0.10.9\n").is_empty());
 }

@@ -5,7 +5,13 @@
 //!
 //! The crates are discovered, not listed: every workspace package with a library target whose
 //! manifest lives under `crates/` and whose name does not end in `-cli` (the CLIs are native-only
-//! by design). A new library crate is in the gate the moment it joins the workspace.
+//! by design). A new library crate is in the gate the moment it joins the workspace. A library
+//! that exists only for the CLIs says so, with the reason, and is left out:
+//!
+//! ```toml
+//! [package.metadata.wasm-gate]
+//! native-crate = "terminal, signals and key files of the command-line tools"
+//! ```
 //!
 //! For each crate the gate checks, always passing `--target wasm32-unknown-unknown`:
 //! 1. `--no-default-features`;
@@ -232,6 +238,11 @@ pub(crate) fn discover(metadata: &Value, root: &Path) -> Result<Vec<GateCrate>> 
             });
         if !is_lib || !manifest.starts_with(&crates_dir) || name.ends_with("-cli") {
             continue;
+        }
+        match &package["metadata"]["wasm-gate"]["native-crate"] {
+            Value::Null => {}
+            Value::String(reason) if !reason.trim().is_empty() => continue,
+            _ => bail!("{name}: [package.metadata.wasm-gate] native-crate must say why"),
         }
         let mut features = BTreeMap::new();
         for (feature, enables) in package["features"].as_object().into_iter().flatten() {
@@ -584,7 +595,10 @@ mod tests {
                 {"name": "tool", "manifest_path": "/w/crates/tool/Cargo.toml",
                  "targets": [{"kind": ["bin"]}], "features": {}, "metadata": null},
                 {"name": "harness", "manifest_path": "/w/tests/harness/Cargo.toml",
-                 "targets": [{"kind": ["cdylib", "rlib"]}], "features": {}, "metadata": null}
+                 "targets": [{"kind": ["cdylib", "rlib"]}], "features": {}, "metadata": null},
+                {"name": "cli-helpers", "manifest_path": "/w/crates/cli-helpers/Cargo.toml",
+                 "targets": [{"kind": ["lib"]}], "features": {},
+                 "metadata": {"wasm-gate": {"native-crate": "terminal only"}}}
             ]
         });
         let crates = discover(&metadata, Path::new("/w")).unwrap();

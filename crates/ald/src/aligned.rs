@@ -370,8 +370,9 @@ impl ArrayBytes<'_> {
 /// [`parse_index`]). With `verified` false, each array's CRC-32C is checked before it is used.
 ///
 /// # Errors
-/// `InvalidFormat` if an array lies beyond the payload; `ChecksumMismatch` for an array whose
-/// bytes do not match their CRC-32C; `Usage` on a big-endian host.
+/// `InvalidFormat` if the payload is not exactly the arrays and the zero padding between them;
+/// `ChecksumMismatch` for an array whose bytes do not match their CRC-32C; `Usage` on a
+/// big-endian host.
 pub(crate) fn decode_arrays(
     index: &TensorIndex,
     schema: &SchemaRef,
@@ -381,14 +382,9 @@ pub(crate) fn decode_arrays(
 ) -> Result<RecordBatch> {
     refuse_big_endian()?;
     let bytes = payload.as_slice();
-    if index.payload_len() > bytes.len() as u64 {
-        return Err(FormatError::SizeMismatch {
-            what: "payload bytes the tensor index needs against the payload",
-            declared: index.payload_len(),
-            found: bytes.len() as u64,
-        }
-        .into());
-    }
+    // Exactly the arrays and the zero padding between them (docs/zerocopy.md §2, §10): a byte
+    // outside every array is zero, or the file is refused.
+    index.check_payload(bytes)?;
     let rows = usize::try_from(num_rows)
         .map_err(|_| Error::InvalidArgument("more rows than this platform can address"))?;
     let mut columns = Vec::with_capacity(index.len());

@@ -56,8 +56,8 @@ pub fn load_commercial(
     let envelope = Envelope::parse(bytes, Format::Dataset)?;
     let unlocked = envelope_license::commercial::open(&envelope, trusted, key, now_unix)?;
     let dataset_type = DatasetType::from_id(envelope.header().type_id())?;
-    let metadata = Metadata::decode(envelope.metadata())?;
-    let schema = ipc::parse_schema(envelope.schema())?;
+    let metadata = Metadata::decode(envelope.checked_metadata()?)?;
+    let schema = ipc::parse_schema(envelope.checked_schema()?)?;
     if let Some(expected) = expected_schema {
         check_schema(expected, &schema)?;
     }

@@ -2,11 +2,12 @@
 //! bounded-memory writer of STREAMING files. Compiled only with the `fs` feature off wasm32.
 
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
+use envelope_core::fs::Destination;
 use envelope_core::{
     ChunkIndex, EnvelopeParts, Error, FRAME_PREFIX_LEN, Format, HEADER_LEN, Result,
 };
@@ -17,13 +18,20 @@ use crate::ipc;
 use crate::load::{LoadOptions, Loaded};
 use crate::streaming::StreamingDataset;
 
-/// Saves `dataset` to `path` atomically (temporary file, fsync, rename).
+/// Saves `dataset` to `destination` (a path, or an [`envelope_core::fs::Destination`] with its
+/// overwrite and permission policy) atomically: temporary file, fsync, rename.
 ///
 /// # Errors
 /// As [`ArrowDataset::to_parts`], plus `Io`.
-pub fn save(path: impl AsRef<Path>, dataset: &ArrowDataset, options: &SaveOptions) -> Result<()> {
+pub fn save(
+    destination: impl Into<Destination>,
+    dataset: &ArrowDataset,
+    options: &SaveOptions,
+) -> Result<()> {
+    let destination = destination.into();
+    destination.check()?;
     let parts = dataset.to_parts(options)?;
-    envelope_core::fs::save(path, &parts)
+    envelope_core::fs::save(destination, &parts)
 }
 
 /// Loads and verifies the dataset at `path` (checks in the order of [`crate::load`]).
@@ -45,12 +53,25 @@ pub fn save(path: impl AsRef<Path>, dataset: &ArrowDataset, options: &SaveOption
 /// # Errors
 /// `Io`, then as [`crate::load_from_bytes_with`].
 pub fn load(path: impl AsRef<Path>, options: &LoadOptions<'_>) -> Result<Loaded> {
-    let map = MappedFile::open(path)?;
+    let map = map_for(path.as_ref(), options)?;
     if crate::one_pass::is_plain_streaming(&map) {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         return crate::one_pass::load_streaming(&map, options, cores);
     }
     crate::load::load_from_bytes_with(&map, options)
+}
+
+/// The bytes of `path` for loading under `options`. With a signature policy they are a snapshot
+/// (`mapped_file::Mode::Snapshot`), so that the bytes decoded are the bytes whose signature was
+/// checked whatever another program does to the file meanwhile (SECURITY.md "What was verified is
+/// what is used"); otherwise a plain mapping.
+fn map_for(path: &Path, options: &LoadOptions<'_>) -> Result<MappedFile> {
+    #[cfg(feature = "format-signing")]
+    if options.signature.is_some() {
+        return Ok(MappedFile::open_with(path, mapped_file::Mode::Snapshot)?);
+    }
+    let _ = options;
+    Ok(MappedFile::open(path)?)
 }
 
 /// A shared memory map, the storage of a [`StreamingDataset`] opened from a path.
@@ -70,7 +91,7 @@ impl StreamingDataset<SharedMap> {
     /// # Errors
     /// `Io`, then as [`crate::load::Opened::open`].
     pub fn open(path: impl AsRef<Path>, options: &LoadOptions<'_>) -> Result<Self> {
-        let map = Arc::new(MappedFile::open(path)?);
+        let map = Arc::new(map_for(path.as_ref(), options)?);
         let mut dataset = Self::from_bytes(SharedMap(Arc::clone(&map)), options)?;
         dataset.mapped = Some(map);
         Ok(dataset)
@@ -95,44 +116,45 @@ impl<B: AsRef<[u8]>> StreamingDataset<B> {
 /// time: each chunk is encoded and compressed as soon as it is full and spilled to a temporary
 /// file beside the destination (the chunk index precedes the payload, so every size must be known
 /// before the first payload byte is written). [`StreamingWriter::finish`] assembles the file
-/// atomically.
+/// atomically. The spill file is anonymous (unlinked as it is created), so no exit path, not even
+/// a killed process, leaves it behind.
 #[derive(Debug)]
 pub struct StreamingWriter {
-    path: PathBuf,
+    destination: Destination,
     schema: SchemaRef,
     options: SaveOptions,
     chunk_rows: usize,
     pending: Vec<RecordBatch>,
     pending_rows: usize,
-    spill: tempfile::NamedTempFile,
+    spill: std::fs::File,
     /// Per chunk: stored size, encoded size, rows, CRC-32C of the stored bytes.
     sizes: Vec<(u64, u64, u64, u32)>,
     rows: u64,
 }
 
 impl StreamingWriter {
-    /// Starts a file at `path` for batches of `schema`, with chunks of `options.chunk_rows` rows
-    /// (or [`crate::DEFAULT_CHUNK_ROWS`]).
+    /// Starts a file at `destination` for batches of `schema`, with chunks of
+    /// `options.chunk_rows` rows (or [`crate::DEFAULT_CHUNK_ROWS`]). The destination is checked
+    /// now, so a refused output fails before any row is read.
     ///
     /// # Errors
-    /// `Io` if the spill file cannot be created; `Usage` for a zero chunk size or a schema too
-    /// large for the schema section.
-    pub fn create(path: impl AsRef<Path>, schema: SchemaRef, options: SaveOptions) -> Result<Self> {
-        let path = path.as_ref().to_path_buf();
+    /// `Io` if the destination is refused or the spill file cannot be created; `Usage` for a zero
+    /// chunk size or a schema too large for the schema section.
+    pub fn create(
+        destination: impl Into<Destination>,
+        schema: SchemaRef,
+        options: SaveOptions,
+    ) -> Result<Self> {
+        let destination = destination.into();
+        destination.check()?;
         let chunk_rows = options.chunk_rows.unwrap_or(crate::DEFAULT_CHUNK_ROWS);
         if chunk_rows == 0 {
             return Err(Error::InvalidArgument("chunk_rows must be at least 1"));
         }
         ipc::schema_message(&schema)?;
-        let dir = match path.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let spill = tempfile::Builder::new()
-            .prefix(".ald-chunks-")
-            .tempfile_in(dir)?;
+        let spill = tempfile::tempfile_in(destination.scratch_dir()?)?;
         Ok(Self {
-            path,
+            destination,
             schema,
             options,
             chunk_rows,
@@ -170,7 +192,7 @@ impl StreamingWriter {
         let mut encoded = Vec::new();
         ipc::encode_chunk(&self.schema, &self.pending, &mut encoded)?;
         let stored = envelope_core::compression::compress(self.options.compression, &encoded)?;
-        self.spill.as_file_mut().write_all(&stored)?;
+        self.spill.write_all(&stored)?;
         self.sizes.push((
             stored.len() as u64,
             encoded.len() as u64,
@@ -202,11 +224,12 @@ impl StreamingWriter {
     ///
     /// # Errors
     /// As [`StreamingWriter::finish`].
+    #[cfg(feature = "format-encryption")]
     pub fn finish_encrypted(self, encryptor: &envelope_crypto::ChunkEncryptor) -> Result<u64> {
         self.assemble(Some(encryptor))
     }
 
-    fn assemble(mut self, encryptor: Option<&envelope_crypto::ChunkEncryptor>) -> Result<u64> {
+    fn assemble(mut self, encryptor: Option<&dyn ChunkSealing>) -> Result<u64> {
         self.flush_chunk()?;
         let mut index = ChunkIndex::from_sizes(
             self.sizes
@@ -233,21 +256,21 @@ impl StreamingWriter {
                 .as_ref()
                 .map_or(0, |block| FRAME_PREFIX_LEN + block.len());
         parts.metadata = self.options.metadata.encode_aligned(prefix_len)?.into();
-        let spill = self.spill.as_file_mut();
+        let spill = &mut self.spill;
         spill.seek(SeekFrom::Start(0))?;
         let sizes = &self.sizes;
-        envelope_core::fs::write_atomic(&self.path, |out| {
+        envelope_core::fs::write_atomic(self.destination.clone(), |out| {
             let mut writer = parts.begin_chunked(index, out)?;
-            let sealer = encryptor.map(|encryptor| encryptor.sealer(writer.bytes_before_payload()));
+            let seal = encryptor.map(|encryptor| encryptor.sealer(writer.bytes_before_payload()));
             let mut stored = Vec::new();
             for (number, (size, ..)) in sizes.iter().enumerate() {
                 stored.resize(to_usize(*size)?, 0);
                 spill.read_exact(&mut stored)?;
-                match &sealer {
-                    Some(sealer) => {
+                match &seal {
+                    Some(seal) => {
                         let ordinal = u32::try_from(number)
                             .map_err(|_| Error::InvalidArgument("more than u32::MAX chunks"))?;
-                        writer.write_chunk(&sealer.seal(ordinal, &stored)?)?;
+                        writer.write_chunk(&seal(ordinal, &stored)?)?;
                     }
                     None => writer.write_chunk(&stored)?,
                 }
@@ -265,6 +288,34 @@ impl StreamingWriter {
         parts.metadata = self.options.metadata.encode()?.into();
         parts.schema = ipc::schema_message(&self.schema)?.into();
         Ok(parts)
+    }
+}
+
+/// What encrypts a STREAMING file's chunks as they are copied into it: `envelope-crypto`'s
+/// `ChunkEncryptor` with the `format-encryption` feature. A trait so that the writer itself
+/// compiles (and links no cipher) without that feature.
+trait ChunkSealing {
+    fn encryption_block(&self) -> Vec<u8>;
+    fn sealed_index(&self, plain: &ChunkIndex) -> Result<ChunkIndex>;
+    fn sealer<'s>(&'s self, bytes_before_payload: &[u8]) -> ChunkSeal<'s>;
+}
+
+/// Seals chunk `ordinal`'s stored bytes.
+type ChunkSeal<'s> = Box<dyn Fn(u32, &[u8]) -> Result<Vec<u8>> + 's>;
+
+#[cfg(feature = "format-encryption")]
+impl ChunkSealing for envelope_crypto::ChunkEncryptor {
+    fn encryption_block(&self) -> Vec<u8> {
+        envelope_crypto::ChunkEncryptor::encryption_block(self)
+    }
+
+    fn sealed_index(&self, plain: &ChunkIndex) -> Result<ChunkIndex> {
+        envelope_crypto::ChunkEncryptor::sealed_index(self, plain)
+    }
+
+    fn sealer<'s>(&'s self, bytes_before_payload: &[u8]) -> ChunkSeal<'s> {
+        let sealer = envelope_crypto::ChunkEncryptor::sealer(self, bytes_before_payload);
+        Box::new(move |ordinal, stored| sealer.seal(ordinal, stored))
     }
 }
 

@@ -74,7 +74,7 @@ impl DatasetInfo {
     pub fn of<B: AsRef<[u8]>>(envelope: &Envelope<B>) -> Result<Self> {
         let header = envelope.header();
         let dataset_type = DatasetType::from_id(header.type_id())?;
-        let schema = ipc::parse_schema(envelope.schema())?;
+        let schema = ipc::parse_schema(envelope.checked_schema()?)?;
         let license = envelope_license::read_license(envelope)?.map(|block| LicenseInfo {
             license_id: block.license_id.to_string(),
             licensee_hash: to_hex(&block.licensee_hash),
@@ -107,7 +107,7 @@ impl DatasetInfo {
                     rendered[1..rendered.len() - 1].to_owned()
                 })
                 .collect(),
-            metadata: Metadata::decode(envelope.metadata())?,
+            metadata: Metadata::decode(envelope.checked_metadata()?)?,
             license,
             claimed_signer: claimed_signer(envelope),
         })

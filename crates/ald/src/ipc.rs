@@ -216,6 +216,35 @@ pub fn decode_from_reader(
     end_of_stream(decoder, batches)
 }
 
+/// The first record batches of a payload or chunk read through `reader`, stopping as soon as
+/// they hold at least `rows` rows: memory is what those batches take, not what the payload
+/// declares (`alimentar head` on a table of any size). What follows them is not read, so it is
+/// not checked either: callers that need the whole payload use [`decode_from_reader`].
+///
+/// # Errors
+/// As [`decode_from_reader`], for the part read.
+pub fn decode_first_rows(
+    schema_section: &[u8],
+    mut reader: PayloadReader<'_>,
+    rows: u64,
+) -> Result<Vec<RecordBatch>> {
+    let mut decoder = decoder_after_schema(schema_section)?;
+    let mut batches = Vec::new();
+    let mut have = 0u64;
+    while reader.remaining() > 0 && have < rows {
+        let mut message = Buffer::from_vec(read_message(&mut reader)?);
+        while !message.is_empty() {
+            decode_message(&mut decoder, &mut message, &mut batches)?;
+        }
+        have = batches.iter().map(|batch| batch.num_rows() as u64).sum();
+    }
+    if reader.remaining() == 0 {
+        reader.finish()?;
+        return end_of_stream(decoder, batches);
+    }
+    Ok(batches)
+}
+
 fn not_record_batches(_: ArrowError) -> Error {
     malformed(
         Section::Payload,

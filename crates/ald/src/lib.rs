@@ -37,8 +37,8 @@
 //!
 //! # Features
 //! - `format-compression` (default): zstd and LZ4 payloads.
-//! - `format-encryption`, `format-signing` (default): decrypting and signature policies on load,
-//!   commercial packaging.
+//! - `format-encryption`, `format-signing` (default): decrypting and signature policies on load.
+//! - `commercial` (default; implies both): commercial packaging ([`commercial`]).
 //! - `fs` (default, native only): [`fs`] save/load, memory-mapped [`StreamingDataset::open`],
 //!   the bounded-memory [`fs::StreamingWriter`].
 //! - `interchange` (default, native only): CSV, JSONL, Parquet and Arrow IPC files
@@ -57,7 +57,7 @@ mod metadata;
 mod one_pass;
 mod streaming;
 
-#[cfg(all(feature = "format-encryption", feature = "format-signing"))]
+#[cfg(feature = "commercial")]
 pub mod commercial;
 
 #[cfg(all(feature = "fs", not(target_arch = "wasm32")))]

@@ -36,6 +36,9 @@ pub struct LoadOptions<'a> {
     /// The password or recipient key of an encrypted file.
     #[cfg(feature = "format-encryption")]
     pub key: Option<envelope_crypto::DecryptionKey<'a>>,
+    /// The reader's resource policy: how much a compressed payload, chunk or metadata section
+    /// may decode to (default [`envelope_core::Limits::DEFAULT`]).
+    pub limits: envelope_core::Limits,
 }
 
 /// A verified `.ald` file whose metadata and schema have been read; the payload has not been
@@ -60,7 +63,10 @@ impl<B: AsRef<[u8]>> Opened<B> {
     /// The first failed check: `InvalidFormat`, `UnsupportedVersion`, `ChecksumMismatch`,
     /// `SignatureInvalid`, `LicenseExpired`, `SchemaMismatch`.
     pub fn open(bytes: B, options: &LoadOptions<'_>) -> Result<Self> {
-        Self::verify(Envelope::parse(bytes, Format::Dataset)?, options)
+        Self::verify(
+            Envelope::parse(bytes, Format::Dataset)?.with_limits(options.limits),
+            options,
+        )
     }
 
     /// The checks after the envelope walk.
@@ -83,8 +89,8 @@ impl<B: AsRef<[u8]>> Opened<B> {
             }
         }
         let dataset_type = DatasetType::from_id(envelope.header().type_id())?;
-        let metadata = Metadata::decode(envelope.metadata())?;
-        let schema = ipc::parse_schema(envelope.schema())?;
+        let metadata = Metadata::decode(envelope.checked_metadata()?)?;
+        let schema = ipc::parse_schema(envelope.checked_schema()?)?;
         if let Some(expected) = options.expected_schema {
             check_schema(expected, &schema)?;
         }

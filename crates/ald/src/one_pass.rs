@@ -46,7 +46,7 @@ pub(crate) fn load_streaming(
     options: &LoadOptions<'_>,
     threads: usize,
 ) -> Result<Loaded> {
-    let envelope = Envelope::parse_lazy(bytes, Format::Dataset)?;
+    let envelope = Envelope::parse_lazy(bytes, Format::Dataset)?.with_limits(options.limits);
     let layout = envelope.layout();
     let has_trailing_frames =
         layout.span(Section::License).is_some() || layout.span(Section::Signature).is_some();

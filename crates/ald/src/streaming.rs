@@ -37,7 +37,7 @@ impl<B: AsRef<[u8]>> StreamingDataset<B> {
     /// # Errors
     /// As [`Opened::open`].
     pub fn from_bytes(bytes: B, options: &LoadOptions<'_>) -> Result<Self> {
-        let envelope = Envelope::parse_lazy(bytes, Format::Dataset)?;
+        let envelope = Envelope::parse_lazy(bytes, Format::Dataset)?.with_limits(options.limits);
         Ok(Self {
             opened: Opened::verify(envelope, options)?,
             #[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
@@ -280,14 +280,48 @@ impl<'a, B: AsRef<[u8]>> ChunkReader<'a, B> {
             .filter(|entry| entry.first_item < end)
         {
             if entry.item_count > 0 {
-                let batch = self.get_chunk(chunk)?;
                 let from = start.saturating_sub(entry.first_item);
                 let to = end.min(entry.first_item + entry.item_count) - entry.first_item;
+                let batch = self.first_rows_of_chunk(chunk, to)?;
                 pieces.push(batch.slice(to_usize(from)?, to_usize(to - from)?));
             }
             chunk += 1;
         }
         arrow_select::concat::concat_batches(self.dataset.schema(), &pieces)
+            .map_err(|_| Error::InvalidArgument("the batches cannot be concatenated"))
+    }
+
+    /// At least the first `rows` rows of chunk `chunk` (all of them where only whole chunks can
+    /// be read: encrypted and TRUENO_NATIVE files). An unencrypted chunk is decoded message by
+    /// message and only until `rows` rows are there, so memory follows what is asked for, not the
+    /// chunk's (or, in a file without chunks, the payload's) declared size.
+    fn first_rows_of_chunk(&self, chunk: usize, rows: u64) -> Result<RecordBatch> {
+        let opened = &self.dataset.opened;
+        #[cfg(feature = "format-encryption")]
+        let decrypting = self.decryptor.is_some();
+        #[cfg(not(feature = "format-encryption"))]
+        let decrypting = false;
+        if decrypting || opened.is_encrypted() || opened.is_trueno_native() {
+            return self.get_chunk(chunk);
+        }
+        let envelope = &opened.envelope;
+        let reader = if envelope.chunk_index().is_some() {
+            envelope.chunk_reader(chunk)?
+        } else {
+            envelope.payload_reader()?
+        };
+        let batches = ipc::decode_first_rows(envelope.schema(), reader, rows)?;
+        let have: u64 = batches.iter().map(|batch| batch.num_rows() as u64).sum();
+        let declared = self.dataset.chunk_entry(chunk).map_or(0, |e| e.item_count);
+        if have < rows.min(declared) {
+            return Err(FormatError::SizeMismatch {
+                what: "rows of a chunk against its index entry",
+                declared,
+                found: have,
+            }
+            .into());
+        }
+        arrow_select::concat::concat_batches(self.dataset.schema(), &batches)
             .map_err(|_| Error::InvalidArgument("the batches cannot be concatenated"))
     }
 

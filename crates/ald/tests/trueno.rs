@@ -704,6 +704,43 @@ fn malformed_streaming_forms_are_refused_by_every_loader() {
     }
 }
 
+/// Padding between arrays must be zero: a file whose padding holds data, with every checksum
+/// valid (the writer recomputes them), is refused by every loader, in both forms.
+#[test]
+fn non_zero_padding_between_arrays_is_refused_by_every_loader() {
+    let dir = tempfile::tempdir().unwrap();
+    // The first array (65 f32 values, 260 bytes) is followed by 60 bytes of padding.
+    let pad = |parts: &mut EnvelopeParts<'static>| {
+        let mut stored = parts.payload.stored().to_vec();
+        assert_eq!(stored[260..320], [0; 60]);
+        stored[300] = 0x5a;
+        match &mut parts.payload {
+            Payload::Whole { stored: s, .. } | Payload::Chunked { stored: s, .. } => {
+                *s = Cow::Owned(stored);
+            }
+        }
+    };
+    let mut streaming = streaming_parts(&every_type(65));
+    pad(&mut streaming);
+    for (form, bytes) in [
+        ("whole", tampered(pad)),
+        ("streaming", streaming.to_bytes().unwrap()),
+    ] {
+        Envelope::parse(&bytes[..], Format::Dataset).expect("every checksum holds");
+        let padding = |error: envelope_core::Error| {
+            assert_eq!(error.signal(), Signal::InvalidFormat, "{form}: {error}");
+            assert!(error.to_string().contains("padding"), "{form}: {error}");
+        };
+        padding(ald::load_from_bytes(&bytes).unwrap_err());
+        let path = form_path(&dir, form, 65);
+        std::fs::write(&path, &bytes).unwrap();
+        padding(ald::fs::load(&path, &LoadOptions::default()).unwrap_err());
+        let lazy = StreamingDataset::from_bytes(&bytes[..], &LoadOptions::default());
+        padding(lazy.and_then(|lazy| lazy.get_chunk(0)).unwrap_err());
+        padding(MappedDataset::open(&path).unwrap_err());
+    }
+}
+
 #[test]
 fn a_bit_flip_in_an_array_is_a_checksum_mismatch_on_every_path() {
     let dir = tempfile::tempdir().unwrap();
@@ -757,7 +794,7 @@ fn check_bit_flip(bytes: &[u8], path: &std::path::Path) {
 }
 
 #[test]
-fn every_single_byte_change_is_refused_or_harmless() {
+fn every_single_byte_change_is_refused() {
     let data = every_type(9);
     let expected = one_batch(&data);
     for (_, bytes) in forms(&data) {
@@ -773,14 +810,21 @@ fn check_byte_changes(bytes: &[u8], expected: &RecordBatch) {
         // Whole-file CRC32: always refused.
         assert!(ald::load_from_bytes(&damaged).is_err(), "byte {at}");
         // Lazily, with the trailer recomputed (only per-array and index checksums protect the
-        // file): refused, or the same rows (a change in padding no array covers).
+        // file): still refused. A byte outside every array is padding, which must be zero, so
+        // no byte of the file goes unchecked (docs/zerocopy.md §2).
         let end = damaged.len() - envelope_core::CHECKSUM_LEN;
+        if at >= end {
+            continue;
+        }
         let crc = crc32fast::hash(&damaged[..end]);
         damaged[end..].copy_from_slice(&crc.to_le_bytes());
         if let Ok(lazy) = StreamingDataset::from_bytes(&damaged[..], &LoadOptions::default())
             && let Ok(batch) = lazy.get_chunk(0)
         {
-            assert_eq!(batch, *expected, "byte {at} changed the rows");
+            panic!(
+                "byte {at} changed and was not refused (rows equal: {})",
+                batch == *expected
+            );
         }
     }
 }

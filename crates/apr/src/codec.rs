@@ -254,11 +254,23 @@ impl<B: AsRef<[u8]>> AprFile<B> {
 
     /// Chunk `position`, decoded; for a TRUENO_NATIVE file without its trailing padding.
     fn chunk_data(&self, position: usize) -> Result<Vec<u8>> {
-        let mut data = self.envelope.decode_chunk(position)?.into_owned();
-        if let Some(size) = self.aligned_sizes.as_ref().and_then(|s| s.get(position)) {
-            data.truncate(usize::try_from(*size).unwrap_or(usize::MAX));
+        self.unpadded(position, self.envelope.decode_chunk(position)?.into_owned())
+    }
+
+    /// `data`, the decoded chunk `position`, without the padding a TRUENO_NATIVE file puts after
+    /// each tensor (checked to be zero).
+    pub(crate) fn unpadded(&self, position: usize, data: Vec<u8>) -> Result<Vec<u8>> {
+        match self.aligned_sizes.as_ref().and_then(|s| s.get(position)) {
+            Some(&size) => {
+                let name = self
+                    .metadata
+                    .tensors
+                    .get(position)
+                    .map_or("", |t| t.name.as_str());
+                crate::trueno::unpadded(name, data, size)
+            }
+            None => Ok(data),
         }
-        Ok(data)
     }
 
     /// Whether the tensors are stored aligned for zero-copy reading (TRUENO_NATIVE).
@@ -415,7 +427,7 @@ pub(crate) fn decode_serde<M: DeserializeOwned>(kind: PayloadKind, payload: &[u8
 
 /// Decodes the metadata of a verified envelope and checks it against the payload's structure.
 pub(crate) fn checked_metadata<B: AsRef<[u8]>>(envelope: &Envelope<B>) -> Result<ModelMetadata> {
-    let metadata = ModelMetadata::decode(envelope.metadata())?;
+    let metadata = ModelMetadata::decode(envelope.checked_metadata()?)?;
     check_structure(envelope, &metadata)?;
     Ok(metadata)
 }

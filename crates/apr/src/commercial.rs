@@ -132,6 +132,13 @@ pub fn load_commercial_tensors(
     let envelope = Envelope::parse(bytes, Format::Model)?;
     let unlocked = unlock(&envelope, expected_type, trusted, key, now_unix)?;
     let metadata = checked_metadata(&envelope)?;
-    let model = tensors_from(&metadata, |i| unlocked.chunk(i))?;
+    let aligned = crate::trueno::aligned_sizes(&envelope, &metadata)?;
+    let model = tensors_from(&metadata, |i| {
+        let data = unlocked.chunk(i)?;
+        match aligned.as_ref().and_then(|sizes| sizes.get(i)) {
+            Some(&size) => crate::trueno::unpadded(&metadata.tensors[i].name, data, size),
+            None => Ok(data),
+        }
+    })?;
     Ok((model, unlocked.license().clone()))
 }

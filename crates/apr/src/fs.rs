@@ -12,6 +12,7 @@ use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
+use envelope_core::fs::Destination;
 use envelope_core::{ChunkIndex, Envelope, EnvelopeParts, Error, Format, Result};
 pub use mapped_file::MappedFile;
 
@@ -29,8 +30,38 @@ use crate::{gguf, safetensors};
 /// # Errors
 /// `Io` if the file cannot be read; otherwise as [`AprFile::parse`].
 pub fn open(path: impl AsRef<Path>) -> Result<AprFile<MappedFile>> {
+    open_with(path, envelope_core::Limits::DEFAULT)
+}
+
+/// [`open`] under the reader's resource policy `limits` (how much a tensor or the metadata may
+/// decode to).
+///
+/// # Errors
+/// As [`open`], plus `LimitExceeded`.
+pub fn open_with(
+    path: impl AsRef<Path>,
+    limits: envelope_core::Limits,
+) -> Result<AprFile<MappedFile>> {
     let bytes = MappedFile::open(path)?;
-    AprFile::from_envelope(Envelope::parse_lazy(bytes, Format::Model)?)
+    AprFile::from_envelope(Envelope::parse_lazy(bytes, Format::Model)?.with_limits(limits))
+}
+
+/// Maps a TRUENO_NATIVE model zero-copy (`zerocopy_trueno::MappedModel`) after checking what the
+/// mapping alone cannot, as it reads only the tensor index: that the index and the `.apr`
+/// metadata describe the same tensors (docs/zerocopy.md §9). Opening stays O(tensors).
+///
+/// # Errors
+/// As [`zerocopy_trueno::MappedModel::open`]; `InvalidFormat` if the metadata is not an `.apr`
+/// map, or disagrees with the index (naming the tensor); `Usage` for a file that is not
+/// TRUENO_NATIVE.
+pub fn open_mapped(path: impl AsRef<Path>) -> Result<zerocopy_trueno::MappedModel> {
+    let mapped = zerocopy_trueno::MappedModel::open(path)?;
+    let envelope = mapped.tensors().envelope();
+    let metadata = crate::codec::checked_metadata(envelope)?;
+    crate::trueno::aligned_sizes(envelope, &metadata)?.ok_or(Error::InvalidArgument(
+        "the file is not TRUENO_NATIVE: it has no aligned tensors",
+    ))?;
+    Ok(mapped)
 }
 
 /// Loads every tensor of an unencrypted model file.
@@ -47,8 +78,8 @@ pub fn load_tensors(path: impl AsRef<Path>, expected: ModelType) -> Result<Tenso
 ///
 /// # Errors
 /// `Io`, or the writer's errors.
-pub fn save_parts(path: impl AsRef<Path>, parts: &EnvelopeParts<'_>) -> Result<()> {
-    envelope_core::fs::save(path, parts)
+pub fn save_parts(destination: impl Into<Destination>, parts: &EnvelopeParts<'_>) -> Result<()> {
+    envelope_core::fs::save(destination, parts)
 }
 
 /// Saves a tensor model atomically.
@@ -56,12 +87,12 @@ pub fn save_parts(path: impl AsRef<Path>, parts: &EnvelopeParts<'_>) -> Result<(
 /// # Errors
 /// As [`crate::tensor_parts`], plus `Io`.
 pub fn save_tensors(
-    path: impl AsRef<Path>,
+    destination: impl Into<Destination>,
     model: &TensorModel,
     model_type: ModelType,
     options: &SaveOptions,
 ) -> Result<()> {
-    let mut writer = TensorFileWriter::new(path, options.compression)?;
+    let mut writer = TensorFileWriter::new(destination, options.compression)?;
     for tensor in &model.tensors {
         writer.push(tensor)?;
     }
@@ -73,13 +104,13 @@ pub fn save_tensors(
 /// # Errors
 /// As [`gguf::write`], plus `Io`.
 pub fn export_gguf(
-    path: impl AsRef<Path>,
+    destination: impl Into<Destination>,
     model: &TensorModel,
     model_type: ModelType,
     card: &ModelCard,
     options: &gguf::GgufOptions,
 ) -> Result<()> {
-    envelope_core::fs::write_atomic(path, |out| {
+    envelope_core::fs::write_atomic(destination, |out| {
         gguf::write(model, model_type, card, options, out)
     })
 }
@@ -90,13 +121,13 @@ pub fn export_gguf(
 /// # Errors
 /// As [`gguf::write_lazy`] and [`AprFile::tensor_at`], plus `Io`.
 pub fn export_gguf_from<B: AsRef<[u8]>>(
-    path: impl AsRef<Path>,
+    destination: impl Into<Destination>,
     file: &AprFile<B>,
     options: &gguf::GgufOptions,
 ) -> Result<()> {
     let model_type = ModelType::from_id(file.model_type_id()).unwrap_or(ModelType::Custom);
     let metadata = file.metadata();
-    envelope_core::fs::write_atomic(path, |out| {
+    envelope_core::fs::write_atomic(destination, |out| {
         gguf::write_lazy(
             &metadata.tensors,
             model_type,
@@ -108,65 +139,126 @@ pub fn export_gguf_from<B: AsRef<[u8]>>(
     })
 }
 
-/// Writes a SafeTensors export into directory `dir` (created if missing): `weights.safetensors`
-/// and, when quantized tensors need them, `scales.json` and `mins.json` (001 §6.2.6). Each file
-/// is written atomically.
+/// The files a SafeTensors export directory holds: an earlier export made of these alone may be
+/// replaced (with `Existing::Replace`); a directory holding anything else never is.
+pub const SAFETENSORS_EXPORT_FILES: &[&str] = &["weights.safetensors", "scales.json", "mins.json"];
+
+/// Writes a SafeTensors export as the directory `destination`: `weights.safetensors` and, when
+/// quantized tensors need them, `scales.json` and `mins.json` (001 §6.2.6). The directory is
+/// built beside the destination and moved into place whole ([`output_file::write_dir`]), so an
+/// export never mixes new files with an earlier export's (a stale `scales.json` would be read
+/// with new weights).
 ///
 /// # Errors
-/// As [`safetensors::export`], plus `Io`.
-pub fn export_safetensors(dir: impl AsRef<Path>, model: &TensorModel) -> Result<()> {
-    let dir = dir.as_ref();
+/// As [`safetensors::export`], plus `Io` (`AlreadyExists` for a non-empty directory under
+/// `Existing::Keep`; `InvalidInput` for a directory holding files an export does not write).
+pub fn export_safetensors(destination: impl Into<Destination>, model: &TensorModel) -> Result<()> {
     let exported = safetensors::export(model)?;
-    std::fs::create_dir_all(dir)?;
-    let write = |name: &str, bytes: &[u8]| {
-        envelope_core::fs::write_atomic(dir.join(name), |out| Ok(out.write_all(bytes)?))
-    };
-    write("weights.safetensors", &exported.weights)?;
-    for (name, text) in [
-        ("scales.json", &exported.scales),
-        ("mins.json", &exported.mins),
-    ] {
-        match text {
-            Some(text) => write(name, text.as_bytes())?,
-            None => {
-                // A stale sidecar from an earlier export would be read with the new weights.
-                if let Err(error) = std::fs::remove_file(dir.join(name))
-                    && error.kind() != std::io::ErrorKind::NotFound
-                {
-                    return Err(error.into());
-                }
+    output_file::write_dir(destination, SAFETENSORS_EXPORT_FILES, |dir| {
+        let write = |name: &str, bytes: &[u8]| {
+            envelope_core::fs::write_atomic(dir.join(name), |out| Ok(out.write_all(bytes)?))
+        };
+        write("weights.safetensors", &exported.weights)?;
+        for (name, text) in [
+            ("scales.json", &exported.scales),
+            ("mins.json", &exported.mins),
+        ] {
+            if let Some(text) = text {
+                write(name, text.as_bytes())?;
             }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Imports a SafeTensors file; `scales.json` / `mins.json` next to it are used when present.
 ///
+/// Every file is opened without blocking and must be a regular file (a FIFO is refused, never
+/// waited on). The sidecars are also opened without following a symlink and read only up to
+/// [`safetensors::sidecar_limit`] bytes, what the weights' quantized tensors can need: a sidecar
+/// that is a link to `/dev/zero`, a FIFO or a huge file is refused, never read whole.
+///
 /// # Errors
-/// `Io`, or as [`safetensors::import`].
+/// `Io` (also for the refusals above), or as [`safetensors::import`].
 pub fn import_safetensors(path: impl AsRef<Path>) -> Result<TensorModel> {
     let path = path.as_ref();
-    let weights = MappedFile::open(path)?;
+    // The weights path is the caller's to choose (a symlink there is followed); its sidecars are
+    // found by name beside it, so they are never followed.
+    let weights = MappedFile::from_file(&open_regular(path, true)?, mapped_file::Mode::Map)?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let sidecar = |name: &str| -> Result<Option<Vec<u8>>> {
-        match std::fs::read(dir.join(name)) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(error) => Err(error.into()),
-        }
-    };
+    let limit = safetensors::sidecar_limit(&weights)?;
+    let sidecar = |name: &str| read_sidecar(&dir.join(name), limit);
     let scales = sidecar("scales.json")?;
     let mins = sidecar("mins.json")?;
     safetensors::import(&weights, scales.as_deref(), mins.as_deref())
 }
 
+/// Opens `path` for reading without blocking (`O_NONBLOCK`: a FIFO opens at once), following a
+/// symlink at its last component only if `follow`, and checks that the opened handle is a
+/// regular file.
+fn open_regular(path: &Path, follow: bool) -> std::io::Result<File> {
+    #[cfg(unix)]
+    let file = {
+        use rustix::fs::{Mode, OFlags};
+        let mut flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+        if !follow {
+            flags |= OFlags::NOFOLLOW;
+        }
+        File::from(rustix::fs::open(path, flags, Mode::empty())?)
+    };
+    #[cfg(not(unix))]
+    let file = {
+        if !follow && std::fs::symlink_metadata(path)?.file_type().is_symlink() {
+            return Err(std::io::Error::other(format!(
+                "{}: a symlink is not followed",
+                path.display()
+            )));
+        }
+        File::open(path)?
+    };
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other(format!(
+            "{}: not a regular file",
+            path.display()
+        )));
+    }
+    Ok(file)
+}
+
+/// Reads the sidecar at `path` if it exists: a regular file reached without a symlink, of at
+/// most `limit` bytes.
+fn read_sidecar(path: &Path, limit: u64) -> Result<Option<Vec<u8>>> {
+    let file = match open_regular(path, false) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error.into()),
+    };
+    let too_large = || {
+        Error::Io(std::io::Error::other(format!(
+            "{}: larger than the {limit} bytes the weights' quantized tensors can need",
+            path.display()
+        )))
+    };
+    if file.metadata()?.len() > limit {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(Some(bytes))
+}
+
 /// Writes a tensor model one tensor at a time: memory holds one tensor, not the model.
 pub struct TensorFileWriter {
-    path: std::path::PathBuf,
+    destination: Destination,
     compression: envelope_core::Compression,
     spill: BufWriter<File>,
     entries: Vec<TensorEntry>,
+    /// The names pushed so far: the duplicate check is O(1) per tensor, not a scan of `entries`
+    /// (a scan made writing 100 000 tensors take minutes).
+    names: std::collections::HashSet<String>,
     sizes: Vec<(u64, u64, u64)>,
     checksums: Vec<u32>,
     quantized: bool,
@@ -175,29 +267,34 @@ pub struct TensorFileWriter {
 impl core::fmt::Debug for TensorFileWriter {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("TensorFileWriter")
-            .field("path", &self.path)
+            .field("destination", &self.destination)
             .field("tensors", &self.entries.len())
             .finish_non_exhaustive()
     }
 }
 
 impl TensorFileWriter {
-    /// Starts a model file at `path` (nothing appears there until [`TensorFileWriter::finish`]).
+    /// Starts a model file at `destination` (nothing appears there until
+    /// [`TensorFileWriter::finish`]). The destination is checked now, so a refused output fails
+    /// before any tensor is read.
     ///
     /// # Errors
-    /// `Io` if the spill file cannot be created next to `path`.
-    pub fn new(path: impl AsRef<Path>, compression: envelope_core::Compression) -> Result<Self> {
-        let path = path.as_ref().to_path_buf();
-        let dir = match path.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-            _ => std::path::PathBuf::from("."),
-        };
-        let spill = tempfile::tempfile_in(dir)?;
+    /// `Io` if the destination is refused ([`Destination::check`]) or the spill file cannot be
+    /// created.
+    pub fn new(
+        destination: impl Into<Destination>,
+        compression: envelope_core::Compression,
+    ) -> Result<Self> {
+        let destination = destination.into();
+        destination.check()?;
+        // Anonymous (unlinked at creation): nothing to clean up on any exit path.
+        let spill = tempfile::tempfile_in(destination.scratch_dir()?)?;
         Ok(Self {
-            path,
+            destination,
             compression,
             spill: BufWriter::with_capacity(1 << 20, spill),
             entries: Vec::new(),
+            names: std::collections::HashSet::new(),
             sizes: Vec::new(),
             checksums: Vec::new(),
             quantized: false,
@@ -209,7 +306,7 @@ impl TensorFileWriter {
     /// # Errors
     /// `InvalidArgument` for a duplicate name; `Io`.
     pub fn push(&mut self, tensor: &Tensor) -> Result<()> {
-        if self.entries.iter().any(|e| e.name == tensor.name) {
+        if self.names.contains(&tensor.name) {
             return Err(Error::InvalidArgument("two tensors have the same name"));
         }
         let stored = envelope_core::compression::compress(self.compression, tensor.data())?;
@@ -218,6 +315,7 @@ impl TensorFileWriter {
             .push((stored.len() as u64, tensor.data().len() as u64, 1));
         self.checksums.push(crc32c::crc32c(&stored));
         self.quantized |= tensor.dtype.is_quantized();
+        self.names.insert(tensor.name.clone());
         self.entries.push(TensorEntry {
             name: tensor.name.clone(),
             dtype: tensor.dtype.code(),
@@ -258,7 +356,7 @@ impl TensorFileWriter {
             .map_err(|e| Error::Io(e.into_error()))?;
         spill.seek(SeekFrom::Start(0))?;
         let sizes = self.sizes;
-        envelope_core::fs::write_atomic(&self.path, |out| {
+        envelope_core::fs::write_atomic(self.destination, |out| {
             let mut writer = parts.begin_chunked(index, out)?;
             let mut buffer = Vec::new();
             for (stored, _, _) in &sizes {

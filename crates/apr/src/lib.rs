@@ -40,12 +40,12 @@
 //! - `format-signing` (default): signature policy on load ([`load_verified`]).
 //! - `fs` (default, native only): [`fs`].
 //!
-//! With both `format-encryption` and `format-signing`, [`commercial`] packages and loads licensed
-//! models (003 §8.5).
+//! - `commercial` (default; implies both): [`commercial`] packages and loads licensed models
+//!   (003 §8.5).
 
 mod card;
 mod codec;
-#[cfg(all(feature = "format-encryption", feature = "format-signing"))]
+#[cfg(feature = "commercial")]
 pub mod commercial;
 pub mod gguf;
 mod model;

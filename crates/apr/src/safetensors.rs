@@ -186,6 +186,38 @@ fn sidecar(text: Option<&[u8]>, what: &'static str) -> Result<BTreeMap<String, V
     }
 }
 
+/// Bytes of sidecar text (`scales.json` or `mins.json`) that the weights in `weights` can need:
+/// the sidecars hold one number per 32-value block of each block-quantized tensor, keyed by the
+/// tensor's name, so a reader never reads more than that (a sidecar that is a link to
+/// `/dev/zero`, or a huge file, is refused without reading it whole). Allows 32 bytes of text
+/// per number and six per name byte (JSON escapes), plus 4 KiB.
+///
+/// # Errors
+/// `InvalidFormat` if `weights` is not a SafeTensors file.
+pub fn sidecar_limit(weights: &[u8]) -> Result<u64> {
+    let (_, metadata) =
+        SafeTensors::read_metadata(weights).map_err(|_| invalid("not a valid SafeTensors file"))?;
+    let empty = HashMap::new();
+    let info = metadata.metadata().as_ref().unwrap_or(&empty);
+    let mut limit: u64 = 4096;
+    for (name, tensor) in metadata.tensors() {
+        let quant_bytes = match info
+            .get(&format!("{DTYPE_KEY_PREFIX}{name}"))
+            .and_then(|q| QuantType::from_name(q).ok())
+        {
+            Some(QuantType::Q8_0) => 32,
+            Some(QuantType::Q4_0 | QuantType::Q4_1) => 16,
+            _ => continue,
+        };
+        let (start, end) = tensor.data_offsets;
+        let blocks = (end.saturating_sub(start) / quant_bytes) as u64;
+        limit = limit
+            .saturating_add(6 * name.len() as u64 + 8)
+            .saturating_add(32 * blocks);
+    }
+    Ok(limit)
+}
+
 /// Imports a SafeTensors file (and, for files [`export`] wrote with quantized tensors, the
 /// `scales.json` / `mins.json` sidecars). Tensor order: `apr.tensor_order` when present and
 /// consistent, otherwise the order of the data in the file. F32, F16, BF16, I8 and U8 tensors

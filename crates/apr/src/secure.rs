@@ -46,6 +46,6 @@ impl<B: AsRef<[u8]>> AprFile<B> {
     /// As [`AprFile::decrypt_model`].
     pub fn decrypt_tensors(&self, key: DecryptionKey<'_>) -> Result<TensorModel> {
         let decryptor = Decryptor::new(self.envelope(), key)?;
-        self.tensors_from(|i| decryptor.chunk(i))
+        self.tensors_from(|i| self.unpadded(i, decryptor.chunk(i)?))
     }
 }

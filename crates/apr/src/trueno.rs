@@ -77,9 +77,28 @@ pub fn save_trueno_to_bytes(
     trueno_parts(model, model_type, card, backend)?.to_bytes()
 }
 
+/// An `InvalidFormat` error naming the tensor.
+fn disagree(name: &str, reason: &'static str) -> Error {
+    Error::InvalidFormat(FormatError::InconsistentItem {
+        kind: "tensor",
+        name: name.to_owned(),
+        reason,
+    })
+}
+
 /// For a TRUENO_NATIVE file, the exact byte size of each tensor, after checking that the tensor
-/// index agrees with the metadata (same names in the same order) and with the chunks (tensor `i`
-/// starts chunk `i`); `None` for other files.
+/// index and the metadata describe the same tensors (docs/zerocopy.md §9): the same names in the
+/// same order, and for each the element type, shape and row-major layout the metadata implies
+/// (a quantized tensor as a 1-D `u8` array of its stored bytes), at the offset where its chunk
+/// starts, its chunk holding exactly its bytes and the padding up to the next tensor. `None` for
+/// other files.
+///
+/// Both descriptions must agree because readers use both: `AprFile` builds tensors from the
+/// metadata, `MappedModel` hands out views typed by the index.
+///
+/// # Errors
+/// `InvalidFormat` (`InconsistentItem` naming the tensor) where the two disagree; as
+/// [`TensorIndex::parse`] for an index that breaks its own rules.
 pub(crate) fn aligned_sizes<B: AsRef<[u8]>>(
     envelope: &Envelope<B>,
     metadata: &ModelMetadata,
@@ -87,26 +106,80 @@ pub(crate) fn aligned_sizes<B: AsRef<[u8]>>(
     let Some(body) = envelope.section(Section::TensorIndex) else {
         return Ok(None);
     };
-    let disagree = |reason| Error::InvalidFormat(FormatError::Inconsistent { reason });
     let index = TensorIndex::parse(Format::Model, body)?;
     let chunks = envelope
         .chunk_index()
         .map(|c| c.entries())
         .unwrap_or_default();
     if index.len() != metadata.tensors.len() || chunks.len() != index.len() {
-        return Err(disagree(
-            "the tensor index and the metadata list different tensors",
-        ));
+        return Err(Error::InvalidFormat(FormatError::Inconsistent {
+            reason: "the tensor index and the metadata list different tensors",
+        }));
     }
-    for ((aligned, listed), chunk) in index.entries().iter().zip(&metadata.tensors).zip(chunks) {
-        if aligned.name != listed.name || aligned.offset != chunk.stored_offset {
+    let entries = index.entries().iter().zip(&metadata.tensors).zip(chunks);
+    for (position, ((aligned, listed), chunk)) in entries.enumerate() {
+        if aligned.name != listed.name {
             return Err(disagree(
-                "the tensor index and the metadata list different tensors",
+                &listed.name,
+                "the tensor index names another tensor at this position",
             ));
         }
-        if aligned.size_bytes > chunk.uncompressed_size {
-            return Err(disagree("a tensor is larger than its chunk"));
+        let dtype = DType::from_code(listed.dtype)?;
+        if aligned.dtype != aligned_type(dtype) {
+            return Err(disagree(
+                &listed.name,
+                "the tensor index and the metadata give different element types",
+            ));
+        }
+        let shape_agrees = match dtype {
+            // A quantized tensor is a 1-D byte array; its size follows from the metadata's shape
+            // (plugin formats excepted: only their quantizer knows it).
+            DType::Quantized(quant) => {
+                let stored = crate::tensor::element_count(&listed.shape)
+                    .and_then(|elements| dtype.byte_len(elements));
+                aligned.shape.len() == 1
+                    && (quant == crate::QuantType::Custom || stored == Some(aligned.shape[0]))
+            }
+            _ => aligned.shape == listed.shape,
+        };
+        if !shape_agrees {
+            return Err(disagree(
+                &listed.name,
+                "the tensor index and the metadata give different shapes",
+            ));
+        }
+        if !aligned.is_contiguous() {
+            return Err(disagree(
+                &listed.name,
+                "the tensor index gives strides other than row-major",
+            ));
+        }
+        let chunk_end = chunk.stored_offset.checked_add(chunk.uncompressed_size);
+        if aligned.offset != chunk.stored_offset
+            || chunk_end != Some(index.padding_after(position).end)
+        {
+            return Err(disagree(
+                &listed.name,
+                "its chunk is not its bytes and the padding up to the next tensor",
+            ));
         }
     }
     Ok(Some(index.entries().iter().map(|e| e.size_bytes).collect()))
+}
+
+/// A TRUENO_NATIVE tensor's chunk without its padding: the first `size` bytes, after checking
+/// that the rest (under 64 bytes) is zero, so no byte of the file goes unchecked.
+///
+/// # Errors
+/// `InvalidFormat` (`InconsistentItem`) for a chunk shorter than the tensor or non-zero padding.
+pub(crate) fn unpadded(name: &str, mut data: Vec<u8>, size: u64) -> Result<Vec<u8>> {
+    let size = usize::try_from(size).unwrap_or(usize::MAX);
+    match data.get(size..) {
+        Some(padding) if padding.len() < 64 && padding.iter().all(|&byte| byte == 0) => {
+            data.truncate(size);
+            Ok(data)
+        }
+        Some(_) => Err(disagree(name, "non-zero padding after the tensor")),
+        None => Err(disagree(name, "its chunk is shorter than the tensor")),
+    }
 }

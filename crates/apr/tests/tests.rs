@@ -2,74 +2,19 @@
 //! round trips of every model type and quantization, the Andon signals through the API, and the
 //! interop tests against the Python `gguf` and `safetensors` packages (run by `.ci/run`).
 
+mod complexity;
 mod fuzz_check;
 mod fuzz_check_safetensors;
+mod vectors;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use vectors::{card, data_dir, golden_bytes, sample_model, test_values, to_bytes};
+
 use apr::quant::kernels;
-use apr::{
-    DType, ModelCard, ModelType, QuantType, SaveOptions, Tensor, TensorModel, gguf, safetensors,
-};
+use apr::{DType, ModelType, QuantType, SaveOptions, Tensor, TensorModel, gguf, safetensors};
 use envelope_core::{Compression, Signal};
-
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
-}
-
-/// Deterministic xorshift; no RNG crate needed for test data.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
-    }
-}
-
-/// Blocks of 32: random at many scales, and the adversarial cases of the issue.
-fn test_values(seed: u64, random_blocks: usize) -> Vec<f32> {
-    let mut rng = Rng(seed);
-    let mut v = Vec::new();
-    let scales = [1e-3f32, 0.1, 1.0, 7.0, 1e3, 6.0e4, 1e20, 1e30];
-    for i in 0..random_blocks {
-        let scale = scales[i % scales.len()];
-        v.extend((0..32).map(|_| rng.unit() * scale));
-    }
-    v.extend([0.0f32; 32]);
-    v.extend([-0.0f32; 32]);
-    v.extend((0..32).map(|i| if i % 3 == 0 { -0.0 } else { 0.0 })); // mixed signed zeros
-    v.extend((0..32).map(|i| f32::from_bits(1 + i * 7919))); // positive denormals
-    v.extend((0..32).map(|i| -f32::from_bits(3 + i * 104_729))); // negative denormals
-    v.extend((0..32).map(|i| (i as f32 - 16.0) * 1e-38)); // tiny normals: 1/d overflows
-    v.extend((0..32).map(|i| if i % 2 == 0 { f32::MAX } else { -f32::MAX })); // huge
-    v.extend((0..32).map(|i| f32::MAX / (i as f32 + 1.0)));
-    v.extend((0..32).map(|i| i as f32 + 0.5)); // rounding ties
-    v.extend((0..32).map(|i| -(i as f32) - 0.5));
-    v.extend((0..32).map(|i| {
-        if i == 5 {
-            -8.0
-        } else if i == 9 {
-            8.0
-        } else {
-            1.0
-        }
-    })); // sign ties
-    v.extend((0..32).map(|i| if i == 17 { 1e4 } else { 1e-3 })); // spike
-    v.extend([3.0f32; 32]); // constant
-    v.extend((0..32).map(|i| 65504.0 * (i as f32 / 31.0))); // f16 max
-    v
-}
-
-fn to_bytes(values: &[f32]) -> Vec<u8> {
-    values.iter().flat_map(|v| v.to_le_bytes()).collect()
-}
 
 fn from_bytes(bytes: &[u8]) -> Vec<f32> {
     bytes
@@ -145,37 +90,6 @@ fn known_answers_from_gguf_quants() {
     }
 }
 
-/// Regenerates `tests/data/kat` (run with `--ignored` and INTEROP_PYTHON set).
-#[test]
-#[ignore = "maintenance: regenerates the known-answer vectors"]
-fn regenerate_known_answers() {
-    let Some(python) = std::env::var_os("REGENERATE_KAT_PYTHON") else {
-        return;
-    };
-    std::fs::write(data_dir().join("golden_q4_0.apr"), golden_bytes()).unwrap();
-    let dir = data_dir().join("kat");
-    std::fs::write(dir.join("values.f32"), to_bytes(&test_values(0x5eed, 48))).unwrap();
-    let status = Command::new(python)
-        .arg(oracle())
-        .arg("quantize")
-        .arg(dir.join("values.f32"))
-        .arg(&dir)
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
-/// A small quantized model with a card, uncompressed (so the bytes do not depend on the zstd
-/// version): the checked-in golden file.
-fn golden_bytes() -> Vec<u8> {
-    let model = sample_model().quantize(QuantType::Q4_0).unwrap();
-    let options = SaveOptions {
-        card: card(),
-        compression: Compression::None,
-    };
-    apr::save_tensors_to_bytes(&model, ModelType::NeuralSequential, &options).unwrap()
-}
-
 /// The format does not drift: a file written by an earlier build still loads to the same model,
 /// and today's writer produces it byte for byte.
 #[test]
@@ -241,30 +155,6 @@ fn quantization_matches_gguf_quants_on_random_and_adversarial_blocks() {
                 "{name} value {i}: ours {a:e}, gguf {b:e}"
             );
         }
-    }
-}
-
-fn sample_model() -> TensorModel {
-    let mut rng = Rng(42);
-    let mut values = |n: usize| (0..n).map(|_| rng.unit()).collect::<Vec<f32>>();
-    TensorModel::new(vec![
-        Tensor::from_f32("token_embd.weight", vec![16, 64], &values(1024)).unwrap(),
-        Tensor::from_f32("blk.0.attn_q.weight", vec![64, 64], &values(4096)).unwrap(),
-        Tensor::from_f32("blk.0.attn_norm.weight", vec![64], &values(64)).unwrap(),
-        Tensor::from_f32("blk.0.odd", vec![3, 5], &values(15)).unwrap(),
-        Tensor::from_f32("output.weight", vec![8, 64], &values(512)).unwrap(),
-    ])
-    .unwrap()
-}
-
-fn card() -> ModelCard {
-    ModelCard {
-        name: "tiny".into(),
-        version: "0.1.0".into(),
-        author: Some("apr tests".into()),
-        license: Some("MIT".into()),
-        created_at: "2026-11-22T00:00:00Z".into(),
-        ..ModelCard::default()
     }
 }
 
@@ -1056,4 +946,204 @@ fn trueno_native_models_load_everywhere_and_map_zero_copy() {
             }
         }
     }
+}
+
+/// A TRUENO_NATIVE model described one way by its tensor index and another by its metadata.
+/// `to_bytes` recomputes every checksum, so only the agreement rule can refuse it.
+fn trueno_with_index_of(honest: &TensorModel, liar: &TensorModel) -> Vec<u8> {
+    let parts = |model: &TensorModel| {
+        apr::trueno::trueno_parts(
+            model,
+            ModelType::NeuralSequential,
+            &card(),
+            zerocopy_trueno::BackendHint::Auto,
+        )
+        .unwrap()
+    };
+    let honest_parts = parts(honest);
+    let liar_index = zerocopy_trueno::TensorIndex::parse(
+        envelope_core::Format::Model,
+        parts(liar).tensor_index.as_deref().unwrap(),
+    )
+    .unwrap();
+    // The honest metadata, the liar's index, laid out (and padded) afresh.
+    let mut base =
+        envelope_core::EnvelopeParts::new(envelope_core::Format::Model, honest_parts.type_id);
+    base.quantized = honest_parts.quantized;
+    base.metadata = honest_parts.metadata;
+    let data: Vec<&[u8]> = liar.tensors.iter().map(Tensor::data).collect();
+    zerocopy_trueno::aligned_parts(base, liar_index, &data, Some(1))
+        .unwrap()
+        .to_bytes()
+        .unwrap()
+}
+
+/// Every `.apr` reader of a TRUENO_NATIVE file refuses `bytes` with `InvalidFormat` naming
+/// `tensor`, with `reason` in the message.
+fn refused_naming(bytes: &[u8], tensor: &str, reason: &str) {
+    let check = |error: envelope_core::Error, reader: &str| {
+        assert_eq!(error.signal(), Signal::InvalidFormat, "{reader}: {error}");
+        let message = error.to_string();
+        assert!(
+            message.contains(&format!("{tensor:?}")) && message.contains(reason),
+            "{reader}: {message}"
+        );
+    };
+    let all = |file: apr::AprFile<&[u8]>| file.tensors().map(|_| ());
+    check(
+        apr::AprFile::parse(bytes).and_then(all).unwrap_err(),
+        "parse",
+    );
+    check(
+        apr::AprFile::parse_lazy(bytes).and_then(all).unwrap_err(),
+        "parse_lazy",
+    );
+    check(
+        apr::load_tensors_from_bytes(bytes, ModelType::NeuralSequential).unwrap_err(),
+        "load_tensors_from_bytes",
+    );
+}
+
+/// Two descriptions of one tensor must agree: the tensor index (what `MappedModel` hands out)
+/// and the metadata (what `AprFile` builds) give the same element type, shape and layout, or the
+/// file is refused naming the tensor (issue 14 §5: an index saying i8 [64, 256] over metadata
+/// saying f32 [64, 64] used to pass `inspect --verify`).
+#[test]
+fn fail_a_trueno_model_whose_index_and_metadata_disagree_is_refused_naming_the_tensor() {
+    let values: Vec<f32> = (0..64 * 64).map(|i| i as f32 * 0.5).collect();
+    let weight = Tensor::from_f32("w", vec![64, 64], &values).unwrap();
+    let bias = Tensor::from_f32("b", vec![3], &[1.0, 2.0, 3.0]).unwrap();
+    let honest = TensorModel::new(vec![weight.clone(), bias.clone()]).unwrap();
+    let same = trueno_with_index_of(&honest, &honest);
+    assert_eq!(
+        apr::AprFile::parse(&same[..]).unwrap().tensors().unwrap(),
+        honest
+    );
+    let as_type = |dtype, shape| {
+        let w = Tensor::new("w", dtype, shape, weight.data().to_vec()).unwrap();
+        TensorModel::new(vec![w, bias.clone()]).unwrap()
+    };
+    refused_naming(
+        &trueno_with_index_of(&honest, &as_type(DType::I8, vec![64, 256])),
+        "w",
+        "element types",
+    );
+    refused_naming(
+        &trueno_with_index_of(&honest, &as_type(DType::F32, vec![32, 128])),
+        "w",
+        "shapes",
+    );
+    // Quantized tensors are u8 byte arrays in the index, of exactly their stored size.
+    let quantized = honest.quantize(QuantType::Q8_0).unwrap();
+    let mut other = quantized.clone();
+    other.tensors[0] = Tensor::new(
+        "w",
+        DType::U8,
+        vec![4, 1088],
+        quantized.tensors[0].data().to_vec(),
+    )
+    .unwrap();
+    refused_naming(&trueno_with_index_of(&quantized, &other), "w", "shapes");
+    // Names in another order.
+    let swapped = TensorModel::new(vec![bias.clone(), weight.clone()]).unwrap();
+    let error = apr::AprFile::parse(&trueno_with_index_of(&honest, &swapped)[..]).unwrap_err();
+    assert_eq!(error.signal(), Signal::InvalidFormat, "{error}");
+    // Mapped: `MappedModel` reads the index alone; `apr::fs::open_mapped` checks the agreement.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("liar.apr");
+    std::fs::write(
+        &path,
+        trueno_with_index_of(&honest, &as_type(DType::I8, vec![64, 256])),
+    )
+    .unwrap();
+    let error = apr::fs::open_mapped(&path).unwrap_err();
+    assert!(error.to_string().contains("\"w\""), "{error}");
+    std::fs::write(&path, &same).unwrap();
+    let mapped = apr::fs::open_mapped(&path).unwrap();
+    assert_eq!(mapped.get_f32("w").unwrap(), &values[..]);
+}
+
+/// The padding after a TRUENO_NATIVE tensor (up to the next 64-byte boundary) must be zero, as
+/// no checksum but the chunk's covers it: a file whose padding holds data is refused by every
+/// reader, naming the tensor before the padding.
+#[test]
+fn fail_non_zero_padding_in_a_trueno_model_is_refused_naming_the_tensor() {
+    let model = TensorModel::new(vec![
+        Tensor::from_f32("norm", vec![3], &[1.0, 2.0, 3.0]).unwrap(),
+        Tensor::from_f32("w", vec![4, 4], &[0.5; 16]).unwrap(),
+    ])
+    .unwrap();
+    let mut parts = apr::trueno::trueno_parts(
+        &model,
+        ModelType::NeuralSequential,
+        &card(),
+        zerocopy_trueno::BackendHint::Auto,
+    )
+    .unwrap();
+    let mut stored = parts.payload.stored().to_vec();
+    assert_eq!(stored[12..64], [0; 52], "12 bytes of norm, then padding");
+    stored[40] = 7;
+    if let envelope_core::Payload::Chunked { stored: s, .. } = &mut parts.payload {
+        *s = stored.into();
+    }
+    let bytes = parts.to_bytes().unwrap();
+    envelope_core::Envelope::parse(&bytes[..], envelope_core::Format::Model)
+        .expect("every checksum holds");
+    refused_naming(&bytes, "norm", "non-zero padding");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("padded.apr");
+    std::fs::write(&path, &bytes).unwrap();
+    let error = zerocopy_trueno::MappedModel::open(&path).unwrap_err();
+    assert_eq!(error.signal(), Signal::InvalidFormat, "{error}");
+}
+
+/// `import_safetensors` reads no file it cannot bound: a sidecar (`scales.json`, `mins.json`)
+/// that is a symlink (to `/dev/zero`, say), a FIFO, or larger than the quantized tensors can need
+/// is refused with `Io`, and so are weights that are a FIFO, all without blocking. (Before, the
+/// sidecars were read whole through any link and a FIFO hung the import.)
+#[cfg(unix)]
+#[test]
+fn import_refuses_unbounded_or_blocking_sidecars_and_weights() {
+    let model = sample_model().quantize(QuantType::Q4_1).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    apr::fs::export_safetensors(dir.path(), &model).unwrap();
+    let weights = dir.path().join("weights.safetensors");
+    let imports_the_model =
+        || apr::fs::import_safetensors(&weights).unwrap().tensors == model.tensors;
+    assert!(imports_the_model());
+    let mkfifo = |path: &Path| {
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            path,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+            0,
+        )
+        .unwrap();
+    };
+    let refused = |what: &str| {
+        let error = apr::fs::import_safetensors(&weights).unwrap_err();
+        assert_eq!(error.signal(), Signal::Io, "{what}: {error}");
+    };
+    let scales = dir.path().join("scales.json");
+    let original = std::fs::read(&scales).unwrap();
+    std::fs::remove_file(&scales).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &scales).unwrap();
+    refused("a link to /dev/zero");
+    std::fs::remove_file(&scales).unwrap();
+    mkfifo(&scales);
+    refused("a FIFO");
+    std::fs::remove_file(&scales).unwrap();
+    let limit = apr::safetensors::sidecar_limit(&std::fs::read(&weights).unwrap()).unwrap();
+    let mut padded = original.clone();
+    padded.resize(usize::try_from(limit).unwrap() + 1, b' ');
+    std::fs::write(&scales, &padded).unwrap();
+    refused("larger than the weights can need");
+    // Within the limit, whitespace and all, it is read as before.
+    padded.truncate(usize::try_from(limit).unwrap());
+    std::fs::write(&scales, &padded).unwrap();
+    assert!(imports_the_model());
+    std::fs::remove_file(&weights).unwrap();
+    mkfifo(&weights);
+    refused("weights that are a FIFO");
 }

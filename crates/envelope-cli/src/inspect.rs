@@ -8,10 +8,13 @@
 
 use std::path::Path;
 
+use anyhow::Context as _;
+use cli_support::say;
+use cli_support::terminal::Safe;
 use envelope_core::{ChunkIndex, Envelope, Format, Section};
+use serde::Serialize;
 
 use crate::security::{KeyOptions, Tool};
-use serde::Serialize;
 
 /// What `info` / `inspect` print.
 #[derive(Debug, Serialize)]
@@ -164,7 +167,8 @@ pub fn inspect_with(
         Envelope::parse(map, expected)?
     } else {
         Envelope::parse_lazy(map, expected)?
-    };
+    }
+    .with_limits(crate::limits());
     let mut report = report(path, &envelope);
     if let Some(body) = envelope.section(Section::TensorIndex) {
         let index = zerocopy_trueno::TensorIndex::parse(expected, body)?;
@@ -247,83 +251,84 @@ fn report<B: AsRef<[u8]>>(path: &Path, envelope: &Envelope<B>) -> Report {
     }
 }
 
-/// Inspects `path` and prints the report as text or, with `json`, as one JSON object. With key
+/// Inspects `path` and prints the report as text or, with `--json`, as one JSON object. With key
 /// options or `--trusted-keys`, also checks the signature and authenticates the encrypted payload
 /// ([`crate::security::deep_checks`]); any failure makes the command fail.
 ///
 /// # Errors
 /// As [`inspect`], then the first failed deep check.
-pub fn run(path: &Path, tool: Tool, json: bool, keys: &KeyOptions) -> anyhow::Result<()> {
-    run_with(path, tool, json, false, keys)
+pub fn run(path: &Path, tool: Tool, keys: &KeyOptions) -> anyhow::Result<()> {
+    run_with(path, tool, false, keys)
 }
 
 /// [`run`], reading every byte when `verify` is set.
 ///
 /// # Errors
 /// As [`run`].
-pub fn run_with(
-    path: &Path,
-    tool: Tool,
-    json: bool,
-    verify: bool,
-    keys: &KeyOptions,
-) -> anyhow::Result<()> {
-    let mut report = inspect_with(path, tool.format, verify)?;
+pub fn run_with(path: &Path, tool: Tool, verify: bool, keys: &KeyOptions) -> anyhow::Result<()> {
+    let mut report =
+        inspect_with(path, tool.format, verify).with_context(|| path.display().to_string())?;
     report.checks = crate::security::deep_checks(tool, path, keys)?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+    if cli_support::run::mode().json {
+        cli_support::print::json(&serde_json::to_value(&report)?)?;
     } else {
-        print_text(&report);
+        print_text(&report)?;
     }
     Ok(())
 }
 
-/// Prints `report` for people.
-pub fn print_text(report: &Report) {
-    println!("{}", report.path);
-    println!("  format       {} {}", report.format, report.version);
-    println!("  type         {}", report.type_id);
+/// Prints `report` for people; every string that came from the file is escaped for the terminal.
+///
+/// # Errors
+/// Writing to stdout.
+pub fn print_text(report: &Report) -> std::io::Result<()> {
+    say!("{}", Safe(&report.path))?;
+    say!("  format       {} {}", report.format, report.version)?;
+    say!("  type         {}", report.type_id)?;
     let flags = if report.flags.is_empty() {
         "-".to_owned()
     } else {
         report.flags.join(" ")
     };
-    println!("  flags        {flags}");
-    println!("  compression  {}", report.compression);
-    println!("  size         {} bytes", report.file_size);
-    println!(
+    say!("  flags        {flags}")?;
+    say!("  compression  {}", report.compression)?;
+    say!("  size         {} bytes", report.file_size)?;
+    say!(
         "  payload      {} bytes stored, {} bytes decoded",
-        report.payload_size, report.uncompressed_size
-    );
+        report.payload_size,
+        report.uncompressed_size
+    )?;
     if let Some(rows) = report.num_rows {
-        println!("  rows         {rows}");
+        say!("  rows         {rows}")?;
     }
     if let Some(chunks) = report.chunks {
-        println!("  chunks       {chunks}");
+        say!("  chunks       {chunks}")?;
     }
-    println!("  crc32        {}", report.crc32);
-    println!("  sections");
+    say!("  crc32        {}", report.crc32)?;
+    say!("  sections")?;
     for section in &report.sections {
-        println!(
+        say!(
             "    {:<14} offset {:>12}  length {:>12}",
-            section.name, section.offset, section.length
-        );
+            section.name,
+            section.offset,
+            section.length
+        )?;
     }
     if let Some(tensors) = &report.tensors {
-        println!(
+        say!(
             "  tensors      {} (64-byte aligned, zero-copy)",
             tensors.len()
-        );
+        )?;
         for t in tensors {
-            println!(
+            say!(
                 "    {:<28} {:<5} {:<18} offset {:>12}  {:>12} bytes  {}",
-                t.name,
+                Safe(&t.name),
                 t.dtype,
                 format!("{:?}", t.shape),
                 t.offset,
                 t.size_bytes,
                 t.backend
-            );
+            )?;
         }
     }
     if let Some(signer) = &report.signer {
@@ -333,28 +338,30 @@ pub fn print_text(report: &Report) {
         } else {
             " (not verified: pass --trusted-keys to verify)"
         };
-        println!("  signer       {signer}{note}");
+        say!("  signer       {signer}{note}")?;
     }
     if let Some(license) = &report.license {
-        println!("  license      {}", license.license_id);
-        println!("    licensee   sha256 {}", license.licensee_hash);
-        println!("    issued     {}", license.issued_at);
-        println!("    expires    {}", license.expires_at);
+        say!("  license      {}", license.license_id)?;
+        say!("    licensee   sha256 {}", license.licensee_hash)?;
+        say!("    issued     {}", license.issued_at)?;
+        say!("    expires    {}", license.expires_at)?;
         let flags = if license.flags.is_empty() {
             "-".to_owned()
         } else {
             license.flags.join(" ")
         };
-        println!("    flags      {flags}");
-        println!(
+        say!("    flags      {flags}")?;
+        say!(
             "    limits     {} seats, {} queries",
-            license.seat_limit, license.query_limit
-        );
+            license.seat_limit,
+            license.query_limit
+        )?;
         if !license.custom_terms.is_empty() {
-            println!("    terms      {}", license.custom_terms);
+            say!("    terms      {}", Safe(&license.custom_terms))?;
         }
     }
     for check in &report.checks {
-        println!("  {check}");
+        say!("  {check}")?;
     }
+    Ok(())
 }

@@ -5,46 +5,109 @@
 //! Binaries are thin: argument parsing lives in `src/bin/*.rs`, everything a library user might
 //! want lives in the library crates below; this crate holds only presentation.
 
-#![allow(clippy::print_stdout, reason = "a CLI prints its results")]
-
 pub mod dataset;
 pub mod inspect;
 pub mod model;
 pub mod security;
 
 use std::process::ExitCode;
+use std::sync::OnceLock;
 
-/// Runs one command of the tool `tool` and turns its outcome into the exit status: 0 only when the
-/// operation fully succeeded; otherwise the message (which starts with the Andon signal's name for
-/// envelope errors) goes to stderr and the status is 1.
-pub fn finish(tool: &str, outcome: anyhow::Result<()>) -> ExitCode {
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            #[allow(clippy::print_stderr, reason = "a CLI reports failures on stderr")]
-            {
-                eprintln!("{tool}: {}", chain_message(&error));
-            }
-            ExitCode::FAILURE
+use clap::Args;
+use envelope_core::Limits;
+
+/// How much any file may make `alimentar` and `apr` decode (envelope_core::Limits; defaults in
+/// docs/envelope.md §7). Global options: they may be given before or after the subcommand.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct LimitArgs {
+    /// Largest size a compressed payload or chunk may decode to (bytes, or with a unit: 512MiB,
+    /// 100GiB, 2TiB) [default: 64GiB per payload, 4GiB per chunk]. Raise it for larger tables or
+    /// models; a few kilobytes can otherwise claim gigabytes.
+    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size)]
+    pub max_decoded: Option<u64>,
+    /// Largest ratio of decoded to compressed bytes above 256 MiB of decoded data
+    /// [default: 1024]. Raise it for very sparse data (large all-zero tensors).
+    #[arg(long, global = true, value_name = "RATIO")]
+    pub max_expansion: Option<u64>,
+}
+
+static LIMITS: OnceLock<Limits> = OnceLock::new();
+
+impl LimitArgs {
+    /// Makes these limits the process's ([`limits`]). Call once, in `main`.
+    pub fn install(self) {
+        let mut limits = Limits::DEFAULT;
+        if let Some(max) = self.max_decoded {
+            limits.max_decoded = max;
+            limits.max_decoded_chunk = max;
         }
+        if let Some(ratio) = self.max_expansion {
+            limits.max_expansion = ratio;
+        }
+        let _ = LIMITS.set(limits);
     }
 }
 
-/// The error's chain joined with ": ", skipping a cause whose message the previous one already
-/// ends with (envelope errors quote their cause, as in "InvalidFormat: <cause>").
-fn chain_message(error: &anyhow::Error) -> String {
-    let mut message = String::new();
-    for cause in error.chain() {
-        let text = cause.to_string();
-        if message.ends_with(&text) {
-            continue;
-        }
-        if !message.is_empty() {
-            message.push_str(": ");
-        }
-        message.push_str(&text);
+/// The limits every file is read under (the defaults until [`LimitArgs::install`]).
+#[must_use]
+pub fn limits() -> Limits {
+    LIMITS.get().copied().unwrap_or_default()
+}
+
+/// A size on the command line: bytes, or a number with `K`/`M`/`G`/`T` (powers of 1024, with or
+/// without `iB`/`B`).
+///
+/// # Errors
+/// A message for clap when the text is not such a size.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let number: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?}: expected a size such as 512MiB or 100GiB"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return Err(format!("{text:?}: unknown unit (use K, M, G or T)")),
+    };
+    number
+        .checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("{text:?}: too large"))
+}
+
+/// Runs one command of the tool `tool` and turns its outcome into the exit status
+/// ([`cli_support::run::finish`]): 0 only when the operation fully succeeded; otherwise one line
+/// on stderr that starts with the Andon signal's name for envelope errors (and, with `--json`, the
+/// error object on stdout, whose `code` is that signal).
+pub fn finish(tool: &str, outcome: anyhow::Result<()>) -> ExitCode {
+    cli_support::run::finish_with(tool, outcome.map(|()| ExitCode::SUCCESS), classify)
+}
+
+/// The Andon signal of the first envelope error in `error`'s chain; a file over the reader's
+/// limits or a tensor the export target cannot hold is a failure of the operation (exit 1), not of
+/// the command line, although its signal is `Usage`.
+fn classify(error: &anyhow::Error) -> cli_support::run::Failure {
+    let envelope = error
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<envelope_core::Error>());
+    cli_support::run::Failure {
+        code: envelope.map(|error| error.signal().name().to_owned()),
+        usage: envelope
+            .filter(|error| {
+                matches!(
+                    error,
+                    envelope_core::Error::LimitExceeded(_)
+                        | envelope_core::Error::ExportFailed { .. }
+                )
+            })
+            .map(|_| false),
     }
-    message
 }
 
 /// The `--backend` hint named `name` (`apr convert` and `alimentar convert --trueno-native`).
@@ -57,4 +120,19 @@ pub fn backend_hint(name: &str) -> anyhow::Result<zerocopy_trueno::BackendHint> 
             "Usage: unknown backend hint {name:?} (auto, scalar, sse2, avx, avx2, avx512, neon, wasm-simd, gpu)"
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_binary_units() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_size("100G"), Ok(100 << 30));
+        assert_eq!(parse_size("2 TiB"), Ok(2 << 40));
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
 }

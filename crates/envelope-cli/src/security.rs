@@ -1,23 +1,29 @@
 //! The key, password, signing and encryption commands shared by `alimentar` and `apr`
-//! (`keygen`, `sign`, `verify`, `encrypt`, `decrypt`), and the key options every command that
-//! reads a payload accepts. One clap `Subcommand` enum, flattened into both binaries.
+//! (`keygen`, `sign`, `verify`, `encrypt`, `decrypt`, `license`), and the key options every
+//! command that reads a payload accepts. One clap `Subcommand` enum, flattened into both binaries.
 //!
-//! Passwords never come from argv: `--password-file PATH`, the tool's environment variable
-//! (`ALIMENTAR_PASSWORD` / `APR_PASSWORD`), or an interactive prompt on a terminal, in that order.
-//! A command needs at most one password: the file's (password mode) or, with `--key`, the private
-//! key file's.
+//! Passwords never come from argv (`cli_support::keys::PasswordSource`): `--password-file PATH`,
+//! the tool's environment variable (`ALIMENTAR_PASSWORD` / `APR_PASSWORD`), or an interactive
+//! prompt on a terminal, in that order. A command needs at most one password: the file's
+//! (password mode) or, with `--key`, the private key file's.
+//!
+//! Outputs follow docs/cli.md: `-o OUT` is refused if it exists unless `--force`; without `-o`,
+//! `sign`, `encrypt`, `decrypt` and `license` replace FILE atomically. Private keys and decrypted
+//! files are created `0600`.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand};
+use cli_support::keys::PasswordSource;
+use cli_support::output::{self, Access, Content, Destination, Force};
 use envelope_core::{Envelope, EnvelopeParts, Error, Flags, Format, Section};
 use envelope_crypto::{
     Argon2Params, DecryptionKey, Decryptor, EncryptOptions, EncryptTo, OsRng, Password,
-    RecipientPublicKey,
 };
 use envelope_license::{LicenseBlock, LicenseFlags};
 use envelope_sign::{Identity, Policy, TrustedKeys};
+use serde_json::json;
 
 /// Which tool is running: its name, its format and its password variable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,50 +49,18 @@ impl Tool {
         format: Format::Model,
         password_env: "APR_PASSWORD",
     };
-}
 
-/// Where the one password of a command comes from.
-#[derive(Debug, Clone, Default, Args)]
-pub struct PasswordSource {
-    /// Read the password from the first line of this file (instead of the environment variable
-    /// ALIMENTAR_PASSWORD / APR_PASSWORD or a prompt).
-    #[arg(long, value_name = "PATH")]
-    pub password_file: Option<PathBuf>,
-}
-
-impl PasswordSource {
-    /// The password: from the file, the environment variable, or a prompt on a terminal.
+    /// Reads the command's one password from `source` (see [`PasswordSource::read`]).
     ///
     /// # Errors
-    /// If the file cannot be read, or no source is available.
-    pub fn read(&self, tool: Tool, what: &str, confirm: bool) -> anyhow::Result<Password> {
-        if let Some(path) = &self.password_file {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("Io: reading the password file {}", path.display()))?;
-            let line = text.lines().next().unwrap_or_default();
-            return Ok(Password::new(line.as_bytes()));
-        }
-        if let Some(value) = std::env::var_os(tool.password_env) {
-            return Ok(Password::new(value.to_string_lossy().as_bytes()));
-        }
-        if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-            bail!(
-                "Usage: no {what} given and no terminal to ask on: use --password-file PATH or set {}",
-                tool.password_env
-            );
-        }
-        let first = envelope_crypto::Zeroizing::new(
-            rpassword::prompt_password(format!("{what}: ")).context("Io: reading the password")?,
-        );
-        if confirm {
-            let again = envelope_crypto::Zeroizing::new(
-                rpassword::prompt_password("again: ").context("Io: reading the password")?,
-            );
-            if *first != *again {
-                bail!("Usage: the passwords differ");
-            }
-        }
-        Ok(Password::new(first.as_bytes()))
+    /// As [`PasswordSource::read`].
+    pub fn password(
+        self,
+        source: &PasswordSource,
+        what: &str,
+        confirm: bool,
+    ) -> anyhow::Result<Password> {
+        source.read(self.password_env, what, confirm)
     }
 }
 
@@ -148,16 +122,15 @@ impl KeyOptions {
 
     fn secret(&self, tool: Tool) -> anyhow::Result<Secret> {
         if let Some(key) = &self.key {
-            let password = self
-                .password_source
-                .read(tool, "key file password", false)?;
-            let identity = envelope_sign::fs::read_identity(key, &password)
-                .with_context(|| format!("opening the key file {}", key.display()))?;
+            let password = tool.password(&self.password_source, "key file password", false)?;
+            let identity = cli_support::keys::read_identity(key, &password)?;
             return Ok(Secret::Identity(identity));
         }
-        Ok(Secret::Password(
-            self.password_source.read(tool, "password", false)?,
-        ))
+        Ok(Secret::Password(tool.password(
+            &self.password_source,
+            "password",
+            false,
+        )?))
     }
 
     /// Applies `--trusted-keys` to `envelope`: the verified signer, if a signature was required.
@@ -182,7 +155,7 @@ impl KeyOptions {
     /// # Errors
     /// The envelope, signature or decryption error, each naming its signal.
     pub fn load_payload(&self, tool: Tool, path: &Path) -> anyhow::Result<Vec<u8>> {
-        let envelope = envelope_core::fs::load(path, tool.format)?;
+        let envelope = load(tool, path)?;
         self.check_signature(&envelope)?;
         check_license(&envelope)?;
         if !envelope.header().flags().contains(Flags::ENCRYPTED) {
@@ -223,19 +196,33 @@ fn decryptor<'e>(
 }
 
 fn trusted_keys(dir: &Path) -> anyhow::Result<TrustedKeys> {
-    envelope_sign::fs::trusted_keys_from_dir(dir)
-        .with_context(|| format!("reading trusted keys from {}", dir.display()))
+    cli_support::keys::trusted_keys(dir)
+}
+
+/// Loads and verifies the whole file at `path` (every check of docs/envelope.md §3), naming the
+/// file in the error.
+///
+/// # Errors
+/// `Io` or the first failed check, with the path.
+pub fn load(tool: Tool, path: &Path) -> anyhow::Result<Envelope<Vec<u8>>> {
+    Ok(envelope_core::fs::load(path, tool.format)
+        .with_context(|| path.display().to_string())?
+        .with_limits(crate::limits()))
 }
 
 /// The shared commands.
 #[derive(Debug, Subcommand)]
 pub enum SecurityCommand {
-    /// Make a key pair: the password-protected private key file KEY and the public key file
-    /// KEY.pub (one Ed25519 signing key and one X25519 encryption key; docs/signing.md).
+    /// Make a key pair: the password-protected private key file KEY (created 0600) and the public
+    /// key file KEY.pub (one Ed25519 signing key and one X25519 encryption key; docs/signing.md).
+    /// An existing KEY or KEY.pub is never replaced without --force.
     Keygen {
         /// Where to write the private key file; the public key goes to KEY.pub.
         #[arg(short = 'o', long = "output", value_name = "KEY")]
         output: PathBuf,
+        /// Replace an existing output (`--force`).
+        #[command(flatten)]
+        force: Force,
         /// Where the password comes from.
         #[command(flatten)]
         password: PasswordSource,
@@ -244,15 +231,19 @@ pub enum SecurityCommand {
         kdf: KdfOptions,
     },
     /// Sign FILE with the private key file KEY (every byte but the signature and CRC is covered).
+    /// Without -o, FILE is replaced atomically by its signed version.
     Sign {
         /// The file to sign.
         file: PathBuf,
         /// The private key file (made by `keygen`).
         #[arg(long, value_name = "KEY")]
         key: PathBuf,
-        /// Write the signed file here instead of replacing FILE (atomically).
+        /// Write the signed file to OUT (`-` for stdout) instead of replacing FILE.
         #[arg(short = 'o', long = "output", value_name = "OUT")]
         output: Option<PathBuf>,
+        /// Replace an existing output (`--force`).
+        #[command(flatten)]
+        force: Force,
         /// Where the password comes from.
         #[command(flatten)]
         password: PasswordSource,
@@ -267,13 +258,17 @@ pub enum SecurityCommand {
         trusted_keys: PathBuf,
     },
     /// Encrypt FILE's payload with a password or for one or more recipients (repeat
-    /// --recipient for multi-recipient). A signature is removed: sign the encrypted file.
+    /// --recipient for multi-recipient). A signature is removed: sign the encrypted file. Without
+    /// -o, FILE is replaced atomically by its encrypted version.
     Encrypt {
         /// The file to encrypt.
         file: PathBuf,
-        /// Write the encrypted file here instead of replacing FILE (atomically).
+        /// Write the encrypted file to OUT (`-` for stdout) instead of replacing FILE.
         #[arg(short = 'o', long = "output", value_name = "OUT")]
         output: Option<PathBuf>,
+        /// Replace an existing output (`--force`).
+        #[command(flatten)]
+        force: Force,
         /// Encrypt with a password (from --password-file, the environment variable or a prompt).
         #[arg(long, conflicts_with = "recipient")]
         password: bool,
@@ -296,7 +291,8 @@ pub enum SecurityCommand {
     /// signature also get a license nobody could have edited. Expiry is enforced by default
     /// (loading at or after the expiry date fails with LicenseExpired); the other limits are
     /// recorded for the caller to enforce. Works on encrypted files (the license is not part of
-    /// the encrypted data); replaces an existing license and signature.
+    /// the encrypted data); replaces an existing license and signature. Without -o, FILE is
+    /// replaced atomically.
     License {
         /// The file to license.
         file: PathBuf,
@@ -330,29 +326,49 @@ pub enum SecurityCommand {
         /// Custom terms: free text or a URL, stored as UTF-8 (at most 1 MiB).
         #[arg(long, value_name = "TEXT")]
         terms: Option<String>,
-        /// Write the licensed file here instead of replacing FILE (atomically).
+        /// Write the licensed file to OUT (`-` for stdout) instead of replacing FILE.
         #[arg(short = 'o', long = "output", value_name = "OUT")]
         output: Option<PathBuf>,
+        /// Replace an existing output (`--force`).
+        #[command(flatten)]
+        force: Force,
         /// Where the key file's password comes from.
         #[command(flatten)]
         password: PasswordSource,
     },
-    /// Decrypt FILE's payload (with --password / --password-file, or --key KEY).
+    /// Decrypt FILE's payload (with --password / --password-file, or --key KEY). The plaintext
+    /// is created 0600 (owner only), whatever the umask. Without -o, FILE is replaced atomically.
     Decrypt {
         /// The file to decrypt.
         file: PathBuf,
-        /// Write the decrypted file here instead of replacing FILE (atomically).
+        /// Write the decrypted file to OUT (`-` for stdout) instead of replacing FILE.
         #[arg(short = 'o', long = "output", value_name = "OUT")]
         output: Option<PathBuf>,
+        /// Replace an existing output (`--force`).
+        #[command(flatten)]
+        force: Force,
         /// How to decrypt, and which signatures to require.
         #[command(flatten)]
         keys: KeyOptions,
     },
 }
 
-#[allow(clippy::print_stdout, reason = "a CLI prints its results")]
-fn say(line: &str) {
-    println!("{line}");
+/// What a writing command says when done: one line on stderr (unless `--quiet`), or with
+/// `--json` the object `value` on stdout.
+///
+/// # Errors
+/// Writing to stdout (`BrokenPipe` ends the command quietly).
+pub fn report_written(text: &str, value: serde_json::Value) -> anyhow::Result<()> {
+    if cli_support::run::mode().json {
+        cli_support::print::json(&value)?;
+    } else {
+        cli_support::print::note(cli_support::terminal::escape(text));
+    }
+    Ok(())
+}
+
+fn shown(destination: &Destination) -> String {
+    destination.path().display().to_string()
 }
 
 /// Runs one shared command for `tool`.
@@ -363,106 +379,146 @@ pub fn run(tool: Tool, command: SecurityCommand) -> anyhow::Result<()> {
     match command {
         SecurityCommand::Keygen {
             output,
+            force,
             password,
             kdf,
         } => {
-            let password = password.read(tool, "new key file password", true)?;
+            let private = output::destination(&output, force, Access::Private, Content::Binary)?;
+            let mut public = output.as_os_str().to_owned();
+            public.push(".pub");
+            output::destination(Path::new(&public), force, Access::Shared, Content::Text)?;
+            let password = tool.password(&password, "new key file password", true)?;
             let identity = Identity::generate(&mut OsRng);
             envelope_sign::fs::write_key_files(
-                &output,
+                private,
                 &identity,
                 &password,
                 kdf.params(),
                 &mut OsRng,
-            )?;
-            say(&format!(
-                "wrote {} and {}.pub (ed25519 {})",
-                output.display(),
-                output.display(),
-                identity.signing_public_key()
-            ));
-            Ok(())
+            )
+            .with_context(|| format!("writing {}", output.display()))?;
+            report_written(
+                &format!(
+                    "wrote {} and {}.pub (ed25519 {})",
+                    output.display(),
+                    output.display(),
+                    identity.signing_public_key()
+                ),
+                json!({
+                    "ok": true,
+                    "private_key": output.display().to_string(),
+                    "public_key": format!("{}.pub", output.display()),
+                    "ed25519": identity.signing_public_key().to_string(),
+                    "x25519": identity.recipient_public_key().to_base64(),
+                }),
+            )
         }
         SecurityCommand::Sign {
             file,
             key,
             output,
+            force,
             password,
         } => {
-            let password = password.read(tool, "key file password", false)?;
-            let identity = envelope_sign::fs::read_identity(&key, &password)
-                .with_context(|| format!("opening the key file {}", key.display()))?;
-            let envelope = envelope_core::fs::load(&file, tool.format)?;
+            let target =
+                output::output_or_in_place(output.as_deref(), &file, force, access_like(&file))?;
+            let password = tool.password(&password, "key file password", false)?;
+            let identity = cli_support::keys::read_identity(&key, &password)?;
+            let envelope = load(tool, &file)?;
             let signed = envelope_sign::sign(envelope.as_bytes(), &identity.signing_key())?;
-            let target = output.unwrap_or(file);
             write_bytes(&target, &signed)?;
-            say(&format!(
-                "signed {} (ed25519 {})",
-                target.display(),
-                identity.signing_public_key()
-            ));
-            Ok(())
+            report_written(
+                &format!(
+                    "signed {} (ed25519 {})",
+                    shown(&target),
+                    identity.signing_public_key()
+                ),
+                json!({
+                    "ok": true,
+                    "output": shown(&target),
+                    "signer": identity.signing_public_key().to_string(),
+                }),
+            )
         }
         SecurityCommand::Verify {
             file,
             trusted_keys: dir,
         } => {
-            let envelope = envelope_core::fs::load(&file, tool.format)?;
+            let envelope = load(tool, &file)?;
             let trusted = trusted_keys(&dir)?;
-            let signer = envelope_sign::verify(&envelope, &trusted)?;
-            say(&format!(
-                "{}: signature valid, signed by trusted key ed25519 {signer}",
-                file.display()
-            ));
+            let signer = envelope_sign::verify(&envelope, &trusted)
+                .with_context(|| file.display().to_string())?;
+            if cli_support::run::mode().json {
+                cli_support::print::json(&json!({
+                    "ok": true,
+                    "file": file.display().to_string(),
+                    "signer": signer.to_string(),
+                }))?;
+            } else {
+                cli_support::say!(
+                    "{}: signature valid, signed by trusted key ed25519 {signer}",
+                    cli_support::terminal::Safe(&file.display().to_string())
+                )?;
+            }
             Ok(())
         }
         SecurityCommand::Encrypt {
             file,
             output,
+            force,
             password,
             password_source,
             recipient,
             kdf,
             trusted_keys: dir,
         } => {
-            let envelope = envelope_core::fs::load(&file, tool.format)?;
+            let target =
+                output::output_or_in_place(output.as_deref(), &file, force, access_like(&file))?;
+            let envelope = load(tool, &file)?;
             if let Some(dir) = &dir {
                 let trusted = trusted_keys(dir)?;
                 Policy::RequireSignature { trusted: &trusted }.check(&envelope)?;
             }
             let parts = envelope.to_parts();
-            let recipients = read_recipients(&recipient)?;
+            let recipients = cli_support::keys::recipients(&recipient)?;
             if !recipients.is_empty() && password_source.password_file.is_some() {
                 bail!("Usage: encrypt takes either a password or --recipient, not both");
             }
-            let sealed = if recipients.is_empty() {
+            let (sealed, mode) = if recipients.is_empty() {
                 if !password && password_source.password_file.is_none() {
                     bail!(
                         "Usage: encrypt needs --password, --password-file PATH or --recipient PUB"
                     );
                 }
-                let password = password_source.read(tool, "new password", true)?;
-                encrypt(
-                    &parts,
-                    EncryptTo::Password {
-                        password: &password,
-                        params: kdf.params(),
-                    },
-                )?
+                let password = tool.password(&password_source, "new password", true)?;
+                let to = EncryptTo::Password {
+                    password: &password,
+                    params: kdf.params(),
+                };
+                (encrypt(&parts, to)?, "password")
             } else if let [one] = recipients.as_slice() {
-                encrypt(&parts, EncryptTo::Recipient(one))?
+                (encrypt(&parts, EncryptTo::Recipient(one))?, "recipient")
             } else {
-                encrypt(&parts, EncryptTo::Recipients(&recipients))?
+                (
+                    encrypt(&parts, EncryptTo::Recipients(&recipients))?,
+                    "multi-recipient",
+                )
             };
-            let target = output.unwrap_or(file);
             write_parts(&target, &sealed)?;
             let note = if parts.signature.is_some() {
                 " (its signature was removed: sign the encrypted file)"
             } else {
                 ""
             };
-            say(&format!("encrypted {}{note}", target.display()));
-            Ok(())
+            report_written(
+                &format!("encrypted {}{note}", shown(&target)),
+                json!({
+                    "ok": true,
+                    "output": shown(&target),
+                    "mode": mode,
+                    "signature_removed": parts.signature.is_some(),
+                }),
+            )
         }
         SecurityCommand::License {
             file,
@@ -477,12 +533,14 @@ pub fn run(tool: Tool, command: SecurityCommand) -> anyhow::Result<()> {
             transferable,
             terms,
             output,
+            force,
             password,
         } => {
-            let envelope = envelope_core::fs::load(&file, tool.format)?;
-            let password = password.read(tool, "key file password", false)?;
-            let identity = envelope_sign::fs::read_identity(&key, &password)
-                .with_context(|| format!("opening the key file {}", key.display()))?;
+            let target =
+                output::output_or_in_place(output.as_deref(), &file, force, access_like(&file))?;
+            let envelope = load(tool, &file)?;
+            let password = tool.password(&password, "key file password", false)?;
+            let identity = cli_support::keys::read_identity(&key, &password)?;
             let now = unix_now()?;
             let expires_at = expires
                 .to_zoned(jiff::tz::TimeZone::UTC)
@@ -518,19 +576,34 @@ pub fn run(tool: Tool, command: SecurityCommand) -> anyhow::Result<()> {
             parts.signature = None;
             parts.license = Some(license.encode()?.into());
             let signed = envelope_sign::sign(&parts.to_bytes()?, &identity.signing_key())?;
-            let target = output.unwrap_or(file);
             write_bytes(&target, &signed)?;
-            say(&format!(
-                "licensed {} to sha256({licensee}) until {} (license {}), signed by ed25519 {}",
-                target.display(),
-                crate::inspect::unix_time(expires_at),
-                license.license_id,
-                identity.signing_public_key()
-            ));
-            Ok(())
+            let expires_text = crate::inspect::unix_time(expires_at);
+            report_written(
+                &format!(
+                    "licensed {} to sha256({licensee}) until {expires_text} (license {}), signed \
+                     by ed25519 {}",
+                    shown(&target),
+                    license.license_id,
+                    identity.signing_public_key()
+                ),
+                json!({
+                    "ok": true,
+                    "output": shown(&target),
+                    "license_id": license.license_id.to_string(),
+                    "expires": expires_text,
+                    "signer": identity.signing_public_key().to_string(),
+                }),
+            )
         }
-        SecurityCommand::Decrypt { file, output, keys } => {
-            let envelope = envelope_core::fs::load(&file, tool.format)?;
+        SecurityCommand::Decrypt {
+            file,
+            output,
+            force,
+            keys,
+        } => {
+            let target =
+                output::output_or_in_place(output.as_deref(), &file, force, Access::Private)?;
+            let envelope = load(tool, &file)?;
             keys.check_signature(&envelope)?;
             check_license(&envelope)?;
             if !envelope.header().flags().contains(Flags::ENCRYPTED) {
@@ -538,12 +611,27 @@ pub fn run(tool: Tool, command: SecurityCommand) -> anyhow::Result<()> {
             }
             let secret = keys.secret(tool)?;
             let parts = decryptor(&envelope, &secret)?.decrypted_parts()?;
-            let target = output.unwrap_or(file);
             write_parts(&target, &parts)?;
-            say(&format!("decrypted {}", target.display()));
-            Ok(())
+            report_written(
+                &format!("decrypted {}", shown(&target)),
+                json!({ "ok": true, "output": shown(&target) }),
+            )
         }
     }
+}
+
+/// The access of a file rewritten from `input`: private when the input is (a decrypted file
+/// signed or licensed stays owner-only), shared otherwise.
+fn access_like(input: &Path) -> Access {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        if std::fs::metadata(input).is_ok_and(|meta| meta.permissions().mode() & 0o077 == 0) {
+            return Access::Private;
+        }
+    }
+    let _ = input;
+    Access::Shared
 }
 
 /// Seconds since the Unix epoch, from the system clock.
@@ -566,30 +654,17 @@ fn encrypt(parts: &EnvelopeParts<'_>, to: EncryptTo<'_>) -> anyhow::Result<Envel
     )?)
 }
 
-fn read_recipients(paths: &[PathBuf]) -> anyhow::Result<Vec<RecipientPublicKey>> {
-    let mut out = Vec::new();
-    for path in paths {
-        let file = envelope_sign::fs::read_public_key_file(path)
-            .with_context(|| format!("reading the public key file {}", path.display()))?;
-        if file.recipients.is_empty() {
-            bail!("Usage: {} has no x25519 key", path.display());
-        }
-        out.extend(file.recipients);
-    }
-    Ok(out)
-}
-
-fn write_parts(path: &Path, parts: &EnvelopeParts<'_>) -> anyhow::Result<()> {
+fn write_parts(destination: &Destination, parts: &EnvelopeParts<'_>) -> anyhow::Result<()> {
     parts.header()?;
-    envelope_core::fs::write_atomic(path, |out| parts.write_to(out))?;
-    Ok(())
+    envelope_core::fs::write_atomic(destination.clone(), |out| parts.write_to(out))
+        .with_context(|| format!("writing {}", shown(destination)))
 }
 
-fn write_bytes(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    envelope_core::fs::write_atomic(path, |out| {
+fn write_bytes(destination: &Destination, bytes: &[u8]) -> anyhow::Result<()> {
+    envelope_core::fs::write_atomic(destination.clone(), |out| {
         std::io::Write::write_all(out, bytes).map_err(Error::Io)
-    })?;
-    Ok(())
+    })
+    .with_context(|| format!("writing {}", shown(destination)))
 }
 
 /// With `--trusted-keys` or key options, `info` / `inspect` also check the signature and, for an
@@ -602,7 +677,7 @@ pub fn deep_checks(tool: Tool, path: &Path, keys: &KeyOptions) -> anyhow::Result
     if keys.trusted_keys.is_none() && !keys.wants_decryption() {
         return Ok(lines);
     }
-    let envelope = envelope_core::fs::load(path, tool.format)?;
+    let envelope = load(tool, path)?;
     if let Some(signer) = keys.check_signature(&envelope)? {
         lines.push(format!("signature    valid, trusted key ed25519 {signer}"));
     }

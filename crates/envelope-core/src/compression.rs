@@ -99,7 +99,7 @@ enum Source<'a> {
     #[cfg(feature = "format-compression")]
     Zstd(backend::ZstdReader<'a>),
     #[cfg(feature = "format-compression")]
-    Lz4(lz4_flex::frame::FrameDecoder<&'a [u8]>),
+    Lz4(Lz4Frames<'a>),
 }
 
 impl core::fmt::Debug for DecodedReader<'_> {
@@ -144,7 +144,11 @@ impl<'a> DecodedReader<'a> {
                     .map_err(|failure| decompression_error(section, compression, failure))?,
             ),
             #[cfg(feature = "format-compression")]
-            Compression::Lz4 => Source::Lz4(lz4_flex::frame::FrameDecoder::new(data)),
+            Compression::Lz4 => {
+                lz4_check_frames(data)
+                    .map_err(|failure| decompression_error(section, compression, failure))?;
+                Source::Lz4(Lz4Frames::new(data))
+            }
             #[cfg(not(feature = "format-compression"))]
             _ => return Err(disabled()),
         };
@@ -218,7 +222,7 @@ impl<'a> DecodedReader<'a> {
         let extra = match &mut self.source {
             Source::Stored(_) => Ok(0),
             Source::Zstd(decoder) => decoder.read(&mut probe),
-            Source::Lz4(decoder) => decoder.read(&mut probe),
+            Source::Lz4(frames) => frames.read(&mut probe),
         };
         let failure = match extra {
             Ok(0) => match &self.source {
@@ -253,7 +257,7 @@ impl Read for DecodedReader<'_> {
             #[cfg(feature = "format-compression")]
             Source::Zstd(decoder) => decoder.read(buf),
             #[cfg(feature = "format-compression")]
-            Source::Lz4(decoder) => decoder.read(buf),
+            Source::Lz4(frames) => frames.read(buf),
         };
         let read = match read {
             Ok(read) => read,
@@ -437,6 +441,136 @@ fn decompression_error(
         failure,
     }
     .into()
+}
+
+/// The magic number of a standard LZ4 frame (LZ4 Frame Format 1.6.x, "General Structure").
+#[cfg(feature = "format-compression")]
+const LZ4_FRAME_MAGIC: u32 = 0x184D_2204;
+
+/// Checks that an LZ4 payload is one or more complete standard frames back to back and nothing
+/// else (docs/envelope.md §2.3), by walking frame headers and block sizes; nothing is decoded.
+///
+/// `lz4_flex`'s `FrameDecoder` reports the end of a frame, an empty block and input that stops
+/// inside a frame all as the end of the stream. Alone, it would read only the first frame of a
+/// valid multi-frame payload, ignore whatever follows it (a hidden second frame), and accept a
+/// frame cut off at a block boundary. After this walk the input is whole frames, and
+/// [`Lz4Frames`] decodes each one to its end. Skippable frames (bytes no reader
+/// checks) and the legacy format are refused with everything that is not a standard frame.
+///
+/// # Errors
+/// `Corrupt` for a payload whose first bytes are not a frame, or a frame that runs past the end;
+/// `TrailingData` for bytes after a complete frame that do not start another.
+#[cfg(feature = "format-compression")]
+fn lz4_check_frames(data: &[u8]) -> Result<(), DecompressionFailure> {
+    let mut pos = 0;
+    while pos < data.len() {
+        let rest = &data[pos..];
+        let magic = rest
+            .first_chunk::<4>()
+            .map(|magic| u32::from_le_bytes(*magic));
+        if magic != Some(LZ4_FRAME_MAGIC) {
+            return Err(if pos == 0 {
+                DecompressionFailure::Corrupt
+            } else {
+                DecompressionFailure::TrailingData {
+                    extra: rest.len() as u64,
+                }
+            });
+        }
+        pos += lz4_frame_len(rest).ok_or(DecompressionFailure::Corrupt)?;
+    }
+    if pos == 0 {
+        // Not even one frame (writers always emit one, even for empty data).
+        return Err(DecompressionFailure::Corrupt);
+    }
+    Ok(())
+}
+
+/// The length of the standard LZ4 frame at the start of `frame`, `None` if it runs past the end:
+/// magic, FLG, BD, optional content size (FLG bit 3) and dictionary id (bit 0), header checksum,
+/// then blocks (a little-endian u32 size, high bit = stored uncompressed, then the data and a
+/// block checksum if FLG bit 4) up to the end mark 0, then a content checksum if FLG bit 2.
+/// Field values (version, reserved bits, checksums, sizes) are checked by the decoder.
+#[cfg(feature = "format-compression")]
+fn lz4_frame_len(frame: &[u8]) -> Option<usize> {
+    let flags = *frame.get(4)?;
+    let mut pos: usize = 7;
+    if flags & 0x08 != 0 {
+        pos += 8;
+    }
+    if flags & 0x01 != 0 {
+        pos += 4;
+    }
+    let block_checksum = if flags & 0x10 != 0 { 4 } else { 0 };
+    loop {
+        let size = u32::from_le_bytes(*frame.get(pos..)?.first_chunk::<4>()?);
+        pos += 4;
+        if size == 0 {
+            break;
+        }
+        let data_len = usize::try_from(size & 0x7FFF_FFFF).ok()?;
+        pos = pos.checked_add(data_len)?.checked_add(block_checksum)?;
+        if pos > frame.len() {
+            return None;
+        }
+    }
+    if flags & 0x04 != 0 {
+        pos += 4;
+    }
+    (pos <= frame.len()).then_some(pos)
+}
+
+/// The decoded bytes of an LZ4 payload [`lz4_check_frames`] accepted, frame after frame.
+///
+/// Each frame gets a decoder of its own over exactly its bytes: `lz4_flex` 0.11 keeps its buffers
+/// from one frame to the next and trips its own assertions when the next frame's block size
+/// differs. A 0 from a decoder with input left is an empty block, not the end.
+#[cfg(feature = "format-compression")]
+struct Lz4Frames<'a> {
+    decoder: lz4_flex::frame::FrameDecoder<&'a [u8]>,
+    /// The frames after the current one.
+    rest: &'a [u8],
+}
+
+#[cfg(feature = "format-compression")]
+impl<'a> Lz4Frames<'a> {
+    fn new(data: &'a [u8]) -> Self {
+        let (first, rest) = Self::split_frame(data);
+        Self {
+            decoder: lz4_flex::frame::FrameDecoder::new(first),
+            rest,
+        }
+    }
+
+    /// The first frame and what follows it (the walk already succeeded; a failure here would
+    /// leave everything to one decoder, which then reports it as corrupt).
+    fn split_frame(data: &'a [u8]) -> (&'a [u8], &'a [u8]) {
+        data.split_at(lz4_frame_len(data).unwrap_or(data.len()))
+    }
+}
+
+#[cfg(feature = "format-compression")]
+impl Read for Lz4Frames<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        // Every pass consumes at least a block header or starts the next frame, so this ends.
+        loop {
+            let read = self.decoder.read(buf)?;
+            if read > 0 {
+                return Ok(read);
+            }
+            if self.decoder.get_ref().is_empty() {
+                if self.rest.is_empty() {
+                    return Ok(0);
+                }
+                let (next, rest) = Self::split_frame(self.rest);
+                self.decoder = lz4_flex::frame::FrameDecoder::new(next);
+                self.rest = rest;
+            }
+        }
+    }
 }
 
 #[cfg(feature = "format-compression")]
@@ -749,6 +883,90 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    fn lz4_failure(packed: &[u8], declared: u64) -> Option<DecompressionFailure> {
+        match decompress(Compression::Lz4, packed, declared, Section::Payload) {
+            Ok(_) => None,
+            Err(error) => Some(
+                failure_of(&error)
+                    .unwrap_or_else(|| panic!("{error}"))
+                    .clone(),
+            ),
+        }
+    }
+
+    fn lz4(data: &[u8]) -> Vec<u8> {
+        compress(Compression::Lz4, data).unwrap().into_owned()
+    }
+
+    /// The LZ4 frame format allows a payload of several frames: all of them are decoded.
+    #[test]
+    fn every_frame_of_a_multi_frame_lz4_payload_is_decoded() {
+        let big = sample(200_000);
+        let mut packed = lz4(b"hello");
+        packed.extend_from_slice(&lz4(b""));
+        packed.extend_from_slice(&lz4(&big));
+        packed.extend_from_slice(&lz4(b"world"));
+        let mut want = b"hello".to_vec();
+        want.extend_from_slice(&big);
+        want.extend_from_slice(b"world");
+        let declared = want.len() as u64;
+        let out = decompress(Compression::Lz4, &packed, declared, Section::Payload).unwrap();
+        assert_eq!(&out[..], &want[..]);
+        let mut reader =
+            DecodedReader::new(Compression::Lz4, &packed, declared, Section::Payload).unwrap();
+        assert_eq!(read_in_pieces(&mut reader, &[1, 7, 4096]).unwrap(), want);
+        reader.finish().unwrap();
+        // An empty stored block inside a frame does not end the frame.
+        let frame = lz4(b"hello");
+        let header_len = 7 + 8; // magic, FLG, BD, content size, header checksum
+        let mut with_empty_block = frame[..header_len].to_vec();
+        with_empty_block.extend_from_slice(&0x8000_0000_u32.to_le_bytes());
+        with_empty_block.extend_from_slice(&frame[header_len..]);
+        assert_eq!(lz4_failure(&with_empty_block, 5), None);
+    }
+
+    /// Every byte of an LZ4 payload belongs to a frame that is decoded and checked: a hidden
+    /// second frame, junk, a skippable frame or a frame cut short are all refused.
+    #[test]
+    fn lz4_bytes_outside_complete_frames_are_refused() {
+        let hello = lz4(b"hello");
+        let mut hidden = hello.clone();
+        hidden.extend_from_slice(&lz4(b"world"));
+        assert_eq!(
+            lz4_failure(&hidden, 5),
+            Some(DecompressionFailure::TooLarge { declared: 5 })
+        );
+        let mut junk = hello.clone();
+        junk.extend_from_slice(b"junk!");
+        assert_eq!(
+            lz4_failure(&junk, 5),
+            Some(DecompressionFailure::TrailingData { extra: 5 })
+        );
+        let mut skippable = hello.clone();
+        skippable.extend_from_slice(&0x184D_2A50_u32.to_le_bytes());
+        skippable.extend_from_slice(&4_u32.to_le_bytes());
+        skippable.extend_from_slice(b"data");
+        assert_eq!(
+            lz4_failure(&skippable, 5),
+            Some(DecompressionFailure::TrailingData { extra: 12 })
+        );
+        let mut magic_only = hello.clone();
+        magic_only.extend_from_slice(&LZ4_FRAME_MAGIC.to_le_bytes());
+        assert_eq!(
+            lz4_failure(&magic_only, 5),
+            Some(DecompressionFailure::Corrupt)
+        );
+        // Without its end mark, or cut inside a block, a frame is incomplete.
+        for cut in [4, 5, 9] {
+            assert_eq!(
+                lz4_failure(&hello[..hello.len() - cut], 5),
+                Some(DecompressionFailure::Corrupt),
+                "{cut}"
+            );
+        }
+        assert_eq!(lz4_failure(b"", 0), Some(DecompressionFailure::Corrupt));
     }
 
     /// The wasm32 build writes zstd with ruzstd and reads with ruzstd; native uses libzstd. Each

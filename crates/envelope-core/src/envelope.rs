@@ -14,6 +14,7 @@ use crate::compression::{PayloadPart, PayloadReader, decompress};
 use crate::error::{DecryptionFailure, Error, FormatError, Result, Section};
 use crate::header::{Flags, Format, Header};
 use crate::layout::{Layout, Span, declared_totals, walk};
+use crate::limits::Limits;
 use crate::writer::{EnvelopeParts, Payload};
 
 /// A verified envelope over the bytes `B`.
@@ -24,6 +25,8 @@ pub struct Envelope<B> {
     chunk_index: Option<ChunkIndex>,
     /// Opened by [`Envelope::parse_lazy`]: the payload is verified chunk by chunk as it is read.
     lazy: bool,
+    /// What the reader accepts to decode from this file.
+    limits: Limits,
 }
 
 impl<B: AsRef<[u8]>> Envelope<B> {
@@ -94,6 +97,85 @@ impl<B: AsRef<[u8]>> Envelope<B> {
         })
     }
 
+    /// This envelope with the reader's resource policy `limits` (the default is
+    /// [`Limits::DEFAULT`]). Every decoding method checks the declared decoded sizes against it
+    /// before decompressing anything; the metadata and schema sections too, when a format crate
+    /// asks for them through [`Envelope::checked_metadata`] / [`Envelope::checked_schema`].
+    #[must_use]
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The reader's resource policy for this file.
+    #[must_use]
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The metadata section, if it is within [`Limits::max_metadata`].
+    ///
+    /// # Errors
+    /// `LimitExceeded`.
+    pub fn checked_metadata(&self) -> Result<&[u8]> {
+        let metadata = self.metadata();
+        self.limits.check_metadata(metadata.len() as u64)?;
+        Ok(metadata)
+    }
+
+    /// The schema section, if it is within [`Limits::max_metadata`].
+    ///
+    /// # Errors
+    /// `LimitExceeded`.
+    pub fn checked_schema(&self) -> Result<&[u8]> {
+        let schema = self.schema();
+        self.limits.check_metadata(schema.len() as u64)?;
+        Ok(schema)
+    }
+
+    /// Checks the declared decoded sizes of the whole payload and of every chunk against the
+    /// limits (compressed payloads only: stored bytes decode to themselves).
+    fn check_limits(&self) -> Result<()> {
+        if self.header().compression() == crate::Compression::None {
+            return Ok(());
+        }
+        match &self.chunk_index {
+            Some(index) => {
+                for (chunk, entry) in index.entries().iter().enumerate() {
+                    self.limits.check_chunk(
+                        Some(chunk as u64),
+                        entry.stored_size,
+                        entry.uncompressed_size,
+                    )?;
+                }
+                self.limits
+                    .check_payload(index.payload_size(), index.uncompressed_size())
+            }
+            None => self
+                .limits
+                .check_payload(self.payload().len() as u64, self.uncompressed_size()),
+        }
+    }
+
+    /// Checks one chunk's declared decoded size against the limits.
+    fn check_chunk_limits(&self, chunk: usize) -> Result<()> {
+        if self.header().compression() == crate::Compression::None {
+            return Ok(());
+        }
+        if let Some(entry) = self
+            .chunk_index
+            .as_ref()
+            .and_then(|index| index.entries().get(chunk))
+        {
+            self.limits.check_chunk(
+                Some(chunk as u64),
+                entry.stored_size,
+                entry.uncompressed_size,
+            )?;
+        }
+        Ok(())
+    }
+
     /// Whether the whole-file CRC32 has been checked ([`Envelope::parse`], or a non-STREAMING file
     /// given to [`Envelope::parse_lazy`]). When false, chunks are checked as they are read.
     #[must_use]
@@ -123,6 +205,7 @@ impl<B: AsRef<[u8]>> Envelope<B> {
             layout,
             chunk_index,
             lazy: false,
+            limits: Limits::DEFAULT,
         }
     }
 
@@ -246,6 +329,7 @@ impl<B: AsRef<[u8]>> Envelope<B> {
     /// or a corrupt stream.
     pub fn decode_chunk(&self, chunk: usize) -> Result<Cow<'_, [u8]>> {
         self.refuse_encrypted()?;
+        self.check_chunk_limits(chunk)?;
         let stored = self.chunk(chunk)?;
         let declared = self
             .chunk_index
@@ -267,6 +351,7 @@ impl<B: AsRef<[u8]>> Envelope<B> {
     /// or one whose size differs from the declared size.
     pub fn decode_payload(&self) -> Result<Cow<'_, [u8]>> {
         self.refuse_encrypted()?;
+        self.check_limits()?;
         if self.lazy && self.chunk_index.is_none() {
             // A lazily opened TRUENO_NATIVE file: the trailer is the payload's only checksum
             // here (the zero-copy crate checks tensors one by one instead).
@@ -318,6 +403,7 @@ impl<B: AsRef<[u8]>> Envelope<B> {
     /// ([`Error::from_reader`]).
     pub fn payload_reader(&self) -> Result<PayloadReader<'_>> {
         self.refuse_encrypted()?;
+        self.check_limits()?;
         if self.lazy && self.chunk_index.is_none() {
             self.verify_checksum()?;
         }
@@ -343,6 +429,7 @@ impl<B: AsRef<[u8]>> Envelope<B> {
     /// such chunk.
     pub fn chunk_reader(&self, chunk: usize) -> Result<PayloadReader<'_>> {
         self.refuse_encrypted()?;
+        self.check_chunk_limits(chunk)?;
         PayloadReader::new(self.header().compression(), vec![self.chunk_part(chunk)?])
     }
 

@@ -217,6 +217,17 @@ pub enum FormatError {
         /// Number of chunks.
         count: u64,
     },
+    /// One named item (a tensor, a column) is described differently in two places of the file,
+    /// or its bytes break a rule of its own; `name` says which.
+    #[error("{kind} {name:?}: {reason}")]
+    InconsistentItem {
+        /// What the item is (`"tensor"`, `"column"`).
+        kind: &'static str,
+        /// Its name.
+        name: String,
+        /// Which rule was broken (a fixed sentence from the format documentation).
+        reason: &'static str,
+    },
     /// A framed block that a higher layer owns (for example the license block) breaks its own
     /// layout rules.
     #[error("{section} is malformed: {reason}")]
@@ -448,6 +459,10 @@ pub enum Error {
         /// Why, and what to write instead.
         reason: &'static str,
     },
+    /// The file asks for more than the reader's [`crate::Limits`] allow (a reader policy, not a
+    /// fault of the file: raise the limit to read it).
+    #[error("Usage: LimitExceeded: {0}")]
+    LimitExceeded(crate::limits::LimitExceeded),
     /// The operating system reported an error.
     #[error("Io: {0}")]
     Io(#[from] std::io::Error),
@@ -474,7 +489,8 @@ impl Error {
             | Self::NoSuchItem { .. }
             | Self::WrongType { .. }
             | Self::ExportFailed { .. }
-            | Self::ColumnNotWritable { .. } => Signal::Usage,
+            | Self::ColumnNotWritable { .. }
+            | Self::LimitExceeded(_) => Signal::Usage,
             Self::Io(_) => Signal::Io,
         }
     }

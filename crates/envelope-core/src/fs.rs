@@ -1,15 +1,18 @@
-//! Native file I/O: atomic saves, verified loads, and walking a file of any size without reading
-//! it into memory. Compiled only with the `fs` feature on non-wasm32 targets.
+//! Native file I/O: saves through [`output_file`] (the workspace's one writer of files users name),
+//! verified loads, and walking a file of any size without reading it into memory. Compiled only
+//! with the `fs` feature on non-wasm32 targets.
 //!
-//! Nothing is lost: [`write_atomic`] writes to a temporary file in the destination's directory,
-//! flushes and fsyncs it, renames it over the destination, then fsyncs the directory so the rename
-//! itself is durable. If anything fails before the rename, the old file is untouched and the
-//! temporary file is removed. The replaced file's space is released after the new file is
-//! durable, off the caller's critical path.
+//! Nothing is lost: [`write_atomic`] writes a regular file through a temporary file in the
+//! destination's directory, flushes and fsyncs it, renames it over the destination, then fsyncs
+//! the directory. If anything fails before the rename, the old file is untouched and the
+//! temporary file is removed. Devices and FIFOs are written in place, never renamed over; an
+//! existing file is refused when the [`Destination`] says [`output_file::Existing::Keep`].
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
+
+pub use output_file::{Access, Destination, Existing, Writer};
 
 use crate::chunk_index::ChunkIndex;
 use crate::envelope::Envelope;
@@ -18,103 +21,34 @@ use crate::header::{CHECKSUM_LEN, Format};
 use crate::layout::{ByteSource, Layout, walk};
 use crate::writer::EnvelopeParts;
 
-/// Buffer size for streaming reads and writes.
+/// Buffer size for streaming reads.
 const IO_BLOCK: usize = 1 << 20;
 
 /// Loads read and hash in blocks of this size: large enough for full-speed `read(2)`, small enough
 /// to still be in the core's L2 cache when the CRC runs over them.
 const CACHE_BLOCK: usize = 256 << 10;
 
-/// Writes a file atomically: `write` fills a buffered temporary file in the same directory, which
-/// is then fsynced and renamed over `path`. An existing file keeps its permissions.
+/// Writes `destination` (a path, or a [`Destination`] with its policy) through `write`, by
+/// [`output_file::write`]'s rules: a regular file atomically, a device or FIFO in place.
 ///
 /// # Errors
-/// `Io` for any failure of the operating system, or whatever `write` returns; in every error case
-/// the previous content of `path` is unchanged.
+/// `Io` for any failure of the operating system (`AlreadyExists` for an existing file under
+/// [`Existing::Keep`]), or whatever `write` returns; in every error case the previous content of
+/// the destination is unchanged.
 pub fn write_atomic<T>(
-    path: impl AsRef<Path>,
-    write: impl FnOnce(&mut BufWriter<&File>) -> Result<T>,
+    destination: impl Into<Destination>,
+    write: impl FnOnce(&mut Writer) -> Result<T>,
 ) -> Result<T> {
-    let path = path.as_ref();
-    let name = path.file_name().ok_or(Error::InvalidArgument(
-        "the destination path has no file name",
-    ))?;
-    let dir = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let mut prefix = std::ffi::OsString::from(".");
-    prefix.push(name);
-    prefix.push(".");
-    let temp = tempfile::Builder::new()
-        .prefix(&prefix)
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    if let Ok(existing) = std::fs::metadata(path) {
-        temp.as_file().set_permissions(existing.permissions())?;
-    } else {
-        set_default_permissions(temp.as_file())?;
-    }
-    let value = {
-        let mut out = BufWriter::with_capacity(IO_BLOCK, temp.as_file());
-        let value = write(&mut out)?;
-        out.flush()?;
-        value
-    };
-    temp.as_file().sync_all()?;
-    // Keep the file being replaced open across the rename: the rename then only unlinks it, and
-    // the filesystem frees its blocks (and trims them, on a `discard` mount) when the last handle
-    // closes. That close happens on a short-lived thread, after the new file is durable, so
-    // replacing a large file costs about what writing it in place does (BENCHMARKS.md).
-    // (Unix only: elsewhere an open file may not be replaced.)
-    let replaced = if cfg!(unix) {
-        File::open(path).ok()
-    } else {
-        None
-    };
-    temp.persist(path).map_err(|error| Error::Io(error.error))?;
-    sync_directory(dir)?;
-    if let Some(replaced) = replaced {
-        // If the thread cannot be started, the handle is simply closed here.
-        let _ = std::thread::Builder::new()
-            .name("release-replaced-file".into())
-            .spawn(move || drop(replaced));
-    }
-    Ok(value)
+    output_file::write(destination, write)
 }
 
-#[cfg(unix)]
-fn set_default_permissions(file: &File) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    // tempfile creates 0600; a saved artifact is meant to be shared like any file `File::create`
-    // makes (0644 under the usual umask).
-    file.set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn set_default_permissions(_file: &File) -> Result<()> {
-    Ok(())
-}
-
-#[cfg(unix)]
-fn sync_directory(dir: &Path) -> Result<()> {
-    File::open(dir)?.sync_all()?;
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn sync_directory(_dir: &Path) -> Result<()> {
-    Ok(())
-}
-
-/// Saves `parts` to `path` atomically (see [`write_atomic`]).
+/// Saves `parts` to `destination` atomically (see [`write_atomic`]).
 ///
 /// # Errors
 /// As [`EnvelopeParts::write_to`], plus `Io`.
-pub fn save(path: impl AsRef<Path>, parts: &EnvelopeParts<'_>) -> Result<()> {
+pub fn save(destination: impl Into<Destination>, parts: &EnvelopeParts<'_>) -> Result<()> {
     parts.header()?;
-    write_atomic(path, |out| parts.write_to(out))
+    write_atomic(destination, |out| parts.write_to(out))
 }
 
 /// Loads and verifies a whole file of `format`. The CRC32 is computed block by block as the file
@@ -225,6 +159,8 @@ impl ByteSource for FileSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write as _;
+
     use crate::{Compression, Payload};
 
     fn sample_parts(payload: &[u8]) -> EnvelopeParts<'_> {
@@ -290,14 +226,17 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn new_files_are_readable_by_others_and_existing_permissions_are_kept() {
+    fn new_files_follow_the_umask_and_existing_permissions_are_kept() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("data.ald");
         save(&path, &sample_parts(b"x")).unwrap();
+        let reference = dir.path().join("reference");
+        File::create(&reference).unwrap();
         assert_eq!(
-            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
-            0o644
+            std::fs::metadata(&path).unwrap().permissions().mode(),
+            std::fs::metadata(&reference).unwrap().permissions().mode(),
+            "0666 & !umask, as File::create"
         );
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         save(&path, &sample_parts(b"y")).unwrap();

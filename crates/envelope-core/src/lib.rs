@@ -40,6 +40,7 @@ mod envelope;
 mod error;
 mod header;
 mod layout;
+mod limits;
 mod writer;
 
 #[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
@@ -59,4 +60,5 @@ pub use header::{
     SIZE_IN_CHUNK_INDEX, Version, identify,
 };
 pub use layout::{FRAME_PREFIX_LEN, Layout, Span};
+pub use limits::{LimitExceeded, LimitKind, Limits};
 pub use writer::{ChunkedWriter, EnvelopeParts, Payload};

@@ -2,127 +2,17 @@
 //! checked-in known-answer files, and the fuzz corpus replay.
 
 mod fuzz_checks;
+mod vectors;
 
 use std::borrow::Cow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use vectors::{KNOWN_ANSWER_SAMPLES, data_dir, samples};
 
 use envelope_core::{
     ChunkIndex, Compression, Envelope, EnvelopeParts, Error, Format, FormatError, Payload, Section,
     Signal,
 };
-
-/// A named sample file and the payload it decodes to (`None` when encrypted).
-struct Sample {
-    name: &'static str,
-    bytes: Vec<u8>,
-    payload: Option<Vec<u8>>,
-}
-
-#[allow(
-    clippy::cast_possible_truncation,
-    reason = "test data wraps on purpose"
-)]
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) ^ (i >> 7) as u8)
-        .collect()
-}
-
-/// Samples covering every section and flag. Uncompressed ones are byte-stable and double as
-/// known-answer files (tests/data); compressed ones depend on the compressor's version.
-fn samples() -> Vec<Sample> {
-    let mut out = Vec::new();
-
-    // 1. A plain dataset: metadata, schema, uncompressed payload.
-    let payload = pattern(200, 1);
-    let mut parts = EnvelopeParts::new(Format::Dataset, 0x0001);
-    parts.metadata = Cow::Borrowed(b"\x82\xa4name\xa4iris\xa7version\xa51.0.0");
-    parts.schema = Cow::Borrowed(b"ARROW-SCHEMA-PLACEHOLDER");
-    parts.num_rows = 10;
-    parts.payload = Payload::Whole {
-        stored: Cow::Borrowed(&payload),
-        uncompressed_size: 200,
-    };
-    out.push(Sample {
-        name: "dataset_plain.ald",
-        bytes: parts.to_bytes().unwrap(),
-        payload: Some(payload.clone()),
-    });
-
-    // 2. A model with every optional section but encryption: tensor index, signature, license.
-    let payload = pattern(256, 2);
-    let mut parts = EnvelopeParts::new(Format::Model, 0x0020);
-    parts.metadata = Cow::Borrowed(b"\x81\xa4name\xa3mlp");
-    parts.quantized = true;
-    parts.payload = Payload::Whole {
-        stored: Cow::Borrowed(&payload),
-        uncompressed_size: 256,
-    };
-    // Opaque here, but shaped as docs/zerocopy.md says so the tools that parse it accept the
-    // sample: no tensors (`tensor_count` 0), zero padding that puts the payload on a 64-byte
-    // boundary, then the 4 bytes of prefix_crc32c the writer fills in.
-    parts.tensor_index = Some(Cow::Owned(vec![0; 8]));
-    let padding = 64 - parts.bytes_before_payload().unwrap().len() % 64;
-    parts.tensor_index = Some(Cow::Owned(vec![0; 8 + padding % 64]));
-    parts.signature = Some(Cow::Owned(vec![0x5a; 97]));
-    // Opaque to this crate, but shaped as a valid license block (docs/license.md) so the tools
-    // that do parse it accept the sample: flags 0x25 (no expiry enforced), no custom terms.
-    let mut license = vec![0xa5; 75];
-    license[64] = 0x25;
-    license[71..].fill(0);
-    parts.license = Some(Cow::Owned(license));
-    out.push(Sample {
-        name: "model_signed_licensed.apr",
-        bytes: parts.to_bytes().unwrap(),
-        payload: Some(payload),
-    });
-
-    // 3. An encrypted streaming dataset: the encryption block and chunks are opaque here.
-    let mut parts = EnvelopeParts::new(Format::Dataset, 0x0010);
-    parts.num_rows = 6;
-    parts.encryption = Some(Cow::Owned(pattern(45, 3)));
-    let chunks = [pattern(40, 4), pattern(0, 0), pattern(33, 5)];
-    let index = ChunkIndex::from_sizes([(40, 24, 3), (0, 0, 0), (33, 17, 3)]).unwrap();
-    parts.payload = Payload::Chunked {
-        index,
-        stored: Cow::Owned(chunks.concat()),
-    };
-    parts.compression = Compression::ZstdL3;
-    out.push(Sample {
-        name: "dataset_encrypted_streaming.ald",
-        bytes: parts.to_bytes().unwrap(),
-        payload: None,
-    });
-
-    // 4. Compressed samples (not byte-stable across compressor versions, so generated here only).
-    for compression in [Compression::ZstdL3, Compression::ZstdL19, Compression::Lz4] {
-        let data = pattern(5000, 6);
-        let mut parts = EnvelopeParts::new(Format::Model, 0x0001);
-        parts.compression = compression;
-        parts.payload = Payload::compressed(compression, &data).unwrap();
-        let bytes = parts.to_bytes().unwrap();
-        out.push(Sample {
-            name: "model_compressed",
-            bytes,
-            payload: Some(data.clone()),
-        });
-
-        let rows: Vec<Vec<u8>> = (0u8..4)
-            .map(|chunk| pattern(700 + usize::from(chunk) * 10, chunk))
-            .collect();
-        let mut parts = EnvelopeParts::new(Format::Dataset, 0x0001);
-        parts.compression = compression;
-        parts.num_rows = 40;
-        parts.payload =
-            Payload::chunked(compression, rows.iter().map(|data| (10, data.as_slice()))).unwrap();
-        out.push(Sample {
-            name: "dataset_streaming",
-            bytes: parts.to_bytes().unwrap(),
-            payload: Some(rows.concat()),
-        });
-    }
-    out
-}
 
 #[test]
 fn every_sample_verifies_and_decodes_to_its_payload() {
@@ -335,7 +225,14 @@ fn payloads_beyond_four_gib_use_the_chunk_index_totals() {
     );
     let envelope = Envelope::parse(&bytes[..], Format::Dataset).unwrap();
     assert_eq!(envelope.uncompressed_size(), 6 << 30);
-    // Each chunk declares 2 GiB but decodes to 16 bytes: refused, without allocating 2 GiB.
+    // Each chunk declares 2 GiB from a few bytes: over the reader's expansion limit, refused
+    // before decoding; with the limits lifted, decoded and found to hold 16 bytes. Neither path
+    // allocates 2 GiB.
+    assert!(matches!(
+        envelope.decode_chunk(0).unwrap_err(),
+        Error::LimitExceeded(_)
+    ));
+    let envelope = envelope.with_limits(envelope_core::Limits::UNLIMITED);
     assert_eq!(
         envelope.decode_chunk(0).unwrap_err().signal(),
         Signal::InvalidFormat
@@ -361,19 +258,12 @@ fn documented_worked_example_is_what_the_writer_produces() {
     assert_eq!(parts.to_bytes().unwrap(), documented);
 }
 
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
-}
-
 /// The checked-in files pin the byte format: the writer must keep producing them exactly.
-/// Regenerate (after a deliberate format change) with `ENVELOPE_REGENERATE=1 cargo test`.
+/// Regenerate (after a deliberate format change) with `cargo xtask regenerate envelope-core`.
 #[test]
 fn writer_output_matches_the_checked_in_known_answer_files() {
-    for sample in samples().into_iter().take(3) {
+    for sample in samples().into_iter().take(KNOWN_ANSWER_SAMPLES) {
         let path = data_dir().join(sample.name);
-        if std::env::var_os("ENVELOPE_REGENERATE").is_some() {
-            std::fs::write(&path, &sample.bytes).unwrap();
-        }
         let expected = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert_eq!(sample.bytes, expected, "{} changed", sample.name);
     }
@@ -567,4 +457,69 @@ fn rows_vector_fails_on_the_row_rule() {
     ] {
         assert!(error.to_string().contains("num_rows"), "{error}");
     }
+}
+
+/// A compressed payload or chunk of a few hundred bytes that declares hundreds of mebibytes (or
+/// 64 GiB) once decoded: refused by every decoding method with `LimitExceeded` before anything is
+/// decompressed, whole or STREAMING (issue 14 §1). The caller's limits decide: raised, decoding
+/// goes on and stops at the stream's real end.
+#[test]
+fn declared_sizes_beyond_the_limits_are_refused_before_decoding() {
+    use envelope_core::{LimitKind, Limits};
+    let zeros = vec![0u8; 4096];
+    let frame = envelope_core::compression::compress(Compression::ZstdL3, &zeros)
+        .unwrap()
+        .into_owned();
+    let claimed = 300u64 << 20;
+    let mut whole = EnvelopeParts::new(Format::Dataset, 0x0001);
+    whole.compression = Compression::ZstdL3;
+    whole.payload = Payload::Whole {
+        stored: Cow::Borrowed(&frame),
+        uncompressed_size: claimed,
+    };
+    let whole = whole.to_bytes().unwrap();
+    let mut streaming = EnvelopeParts::new(Format::Dataset, 0x0001);
+    streaming.compression = Compression::ZstdL3;
+    streaming.num_rows = 1;
+    let index = ChunkIndex::from_sizes([(frame.len() as u64, 64u64 << 30, 1)]).unwrap();
+    streaming.payload = Payload::Chunked {
+        index,
+        stored: Cow::Borrowed(&frame),
+    };
+    let streaming = streaming.to_bytes().unwrap();
+    let limit_kind = |error: Error| match error {
+        Error::LimitExceeded(exceeded) => exceeded.what,
+        other => panic!("expected LimitExceeded, got {other}"),
+    };
+    let envelope = Envelope::parse(&whole[..], Format::Dataset).unwrap();
+    assert_eq!(envelope.limits(), &Limits::DEFAULT);
+    assert!(matches!(
+        limit_kind(envelope.decode_payload().unwrap_err()),
+        LimitKind::Expansion { .. }
+    ));
+    assert!(matches!(
+        limit_kind(envelope.payload_reader().unwrap_err()),
+        LimitKind::Expansion { .. }
+    ));
+    let error = envelope.decode_payload().unwrap_err();
+    assert_eq!(error.signal(), Signal::Usage);
+    assert!(error.to_string().contains("--max-expansion"), "{error}");
+    for envelope in [
+        Envelope::parse(&streaming[..], Format::Dataset).unwrap(),
+        Envelope::parse_lazy(&streaming[..], Format::Dataset).unwrap(),
+    ] {
+        assert_eq!(
+            limit_kind(envelope.decode_chunk(0).unwrap_err()),
+            LimitKind::ChunkSize
+        );
+        assert!(envelope.chunk_reader(0).is_err());
+        assert!(envelope.payload_reader().is_err());
+        assert!(envelope.decode_payload().is_err());
+    }
+    // With the limits lifted, the stream is decoded, and found to hold only 4096 bytes.
+    let lifted = Envelope::parse(&whole[..], Format::Dataset)
+        .unwrap()
+        .with_limits(Limits::UNLIMITED);
+    let error = lifted.decode_payload().unwrap_err();
+    assert_eq!(error.signal(), Signal::InvalidFormat, "{error}");
 }

@@ -571,24 +571,28 @@ impl<'e, B: AsRef<[u8]>> Decryptor<'e, B> {
     /// # Errors
     /// As [`Decryptor::stored_chunk`], plus `InvalidFormat` for a corrupt compressed stream.
     pub fn chunk(&self, chunk: usize) -> Result<Vec<u8>> {
-        let plain = self.stored_chunk(chunk)?;
         let declared = self
             .envelope
             .chunk_index()
             .and_then(|index| index.entries().get(chunk))
             .map_or(0, |entry| entry.uncompressed_size);
-        self.decode(plain, declared)
+        let plain = self.stored_chunk(chunk)?;
+        self.decode(plain, declared, Some(chunk as u64))
     }
 
-    /// Decompresses `plain` to exactly `declared` bytes; an uncompressed payload is handed back
-    /// without a copy.
-    fn decode(&self, plain: Vec<u8>, declared: u64) -> Result<Vec<u8>> {
+    /// Decompresses `plain` to exactly `declared` bytes (within the envelope's limits); an
+    /// uncompressed payload is handed back without a copy.
+    fn decode(&self, plain: Vec<u8>, declared: u64, chunk: Option<u64>) -> Result<Vec<u8>> {
         let compression = self.envelope.header().compression();
         if compression == envelope_core::Compression::None {
             // The same size rule decompress() applies, without copying the bytes.
             decompress(compression, &plain, declared, Section::Payload)?;
             return Ok(plain);
         }
+        // The reader's resource policy, on the declared size, before anything is decompressed.
+        self.envelope
+            .limits()
+            .check_chunk(chunk, plain.len() as u64, declared)?;
         Ok(decompress(compression, &plain, declared, Section::Payload)?.into_owned())
     }
 
@@ -601,9 +605,14 @@ impl<'e, B: AsRef<[u8]>> Decryptor<'e, B> {
         match self.envelope.chunk_index() {
             None => {
                 let plain = self.stream(0).open(self.envelope.payload())?;
-                self.decode(plain, self.envelope.uncompressed_size())
+                self.decode(plain, self.envelope.uncompressed_size(), None)
             }
             Some(index) => {
+                if self.envelope.header().compression() != envelope_core::Compression::None {
+                    self.envelope
+                        .limits()
+                        .check_payload(index.payload_size(), index.uncompressed_size())?;
+                }
                 let mut out = Vec::new();
                 for chunk in 0..index.len() {
                     out.extend_from_slice(&self.chunk(chunk)?);

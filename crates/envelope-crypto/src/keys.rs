@@ -32,6 +32,9 @@ pub const ARGON2_DEFAULT_P_COST: u32 = 1;
 pub const ARGON2_MIN_M_COST_KIB: u32 = 1024;
 /// Largest memory cost a reader accepts, in KiB (1 GiB): a hostile file cannot demand more.
 pub const ARGON2_MAX_M_COST_KIB: u32 = 1 << 20;
+/// Largest memory cost accepted in a private key file, in KiB (256 MiB): a key file is opened on
+/// every machine that signs or decrypts, often small ones, and `keygen` writes 19 MiB by default.
+pub const KEY_FILE_ARGON2_MAX_M_COST_KIB: u32 = 1 << 18;
 /// Largest number of passes a reader accepts (bounds the time a hostile file can demand).
 pub const ARGON2_MAX_T_COST: u32 = 10;
 /// Largest number of lanes a reader accepts.
@@ -128,6 +131,13 @@ impl Argon2Params {
         p_cost: ARGON2_DEFAULT_P_COST,
     };
 
+    /// Whether the parameters are within the tighter limits of private key files
+    /// ([`KEY_FILE_ARGON2_MAX_M_COST_KIB`], docs/signing.md §4).
+    #[must_use]
+    pub const fn is_within_key_file_limits(&self) -> bool {
+        self.is_within_limits() && self.m_cost_kib <= KEY_FILE_ARGON2_MAX_M_COST_KIB
+    }
+
     /// Whether every parameter is within the limits a reader enforces (docs/crypto.md §3.1).
     #[must_use]
     pub const fn is_within_limits(&self) -> bool {
@@ -150,11 +160,25 @@ impl Argon2Params {
         }
         let params = argon2::Params::new(self.m_cost_kib, self.t_cost, self.p_cost, Some(KEY_LEN))
             .map_err(|_| Error::DecryptionFailed(DecryptionFailure::Malformed))?;
+        let blocks = params.block_count();
         let argon =
             argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params);
+        // The memory cost comes from the file: allocate it fallibly, so that a cost the machine
+        // cannot give (a memory limit, a small device) is a typed error, never an abort.
+        let mut memory: Vec<argon2::Block> = Vec::new();
+        memory.try_reserve_exact(blocks).map_err(|_| {
+            Error::Io(std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!(
+                    "could not allocate the {} MiB of memory the file's Argon2id parameters ask for",
+                    self.m_cost_kib / 1024
+                ),
+            ))
+        })?;
+        memory.resize(blocks, argon2::Block::default());
         let mut key = Zeroizing::new([0u8; KEY_LEN]);
         argon
-            .hash_password_into(password, salt, key.as_mut())
+            .hash_password_into_with_memory(password, salt, key.as_mut(), &mut memory)
             .map_err(|_| Error::DecryptionFailed(DecryptionFailure::Malformed))?;
         Ok(SymmetricKey(key))
     }

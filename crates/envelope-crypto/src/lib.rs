@@ -57,9 +57,9 @@ pub use envelope::{
 };
 pub use keys::{
     ARGON2_DEFAULT_M_COST_KIB, ARGON2_DEFAULT_P_COST, ARGON2_DEFAULT_T_COST, ARGON2_MAX_M_COST_KIB,
-    ARGON2_MAX_P_COST, ARGON2_MAX_T_COST, ARGON2_MIN_M_COST_KIB, Argon2Params, KEY_LEN, Password,
-    RECIPIENT_HASH_LEN, RecipientPublicKey, RecipientSecretKey, SALT_LEN, encrypt_label,
-    wrap_label,
+    ARGON2_MAX_P_COST, ARGON2_MAX_T_COST, ARGON2_MIN_M_COST_KIB, Argon2Params,
+    KEY_FILE_ARGON2_MAX_M_COST_KIB, KEY_LEN, Password, RECIPIENT_HASH_LEN, RecipientPublicKey,
+    RecipientSecretKey, SALT_LEN, encrypt_label, wrap_label,
 };
 /// The RNG traits callers implement or pass (rand_core 0.6, as aes-gcm 0.10 and the dalek crates).
 pub use rand_core;

@@ -3,190 +3,23 @@
 //! the three modes, and interop with the independent Python reader (`tests/python/crypto/`).
 
 use std::borrow::Cow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use envelope_core::{
     Compression, DecryptionFailure, Envelope, EnvelopeParts, Error, Format, Payload, Section,
     Signal,
 };
 use envelope_crypto::{
-    Argon2Params, ChunkEncryptor, DecryptionKey, Decryptor, EncryptOptions, EncryptTo, Password,
-    RecipientPublicKey, RecipientSecretKey, encrypt,
+    ChunkEncryptor, DecryptionKey, Decryptor, EncryptOptions, EncryptTo, Password,
+    RecipientPublicKey, encrypt,
 };
 use proptest::prelude::*;
 
-#[path = "common/counting_rng.rs"]
-mod counting_rng;
-use counting_rng::CountingRng;
-
-const KAT_PASSWORD: &str = "correct horse battery staple";
-const KAT_SEGMENT: u32 = 1024;
-const CHEAP: Argon2Params = Argon2Params {
-    m_cost_kib: 1024,
-    t_cost: 1,
-    p_cost: 1,
+mod vectors;
+use vectors::{
+    CHEAP, CountingRng, KAT_PASSWORD, KAT_SEGMENT, alice, bob, data, eve, fail_vectors, fix_crc,
+    kat_payload, kat_vectors, plain_parts, streaming_parts,
 };
-
-fn alice() -> RecipientSecretKey {
-    RecipientSecretKey::from_bytes([0xa1; 32])
-}
-fn bob() -> RecipientSecretKey {
-    RecipientSecretKey::from_bytes([0xb2; 32])
-}
-fn eve() -> RecipientSecretKey {
-    RecipientSecretKey::from_bytes([0xee; 32])
-}
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
-
-/// 2500 bytes of text: three segments of 1024 (the last one partial).
-fn kat_payload() -> Vec<u8> {
-    b"The quick brown fox jumps over the lazy dog. "
-        .iter()
-        .copied()
-        .cycle()
-        .take(2500)
-        .collect()
-}
-
-fn plain_parts(format: Format, payload: &[u8]) -> EnvelopeParts<'_> {
-    let mut parts = EnvelopeParts::new(format, 0x0001);
-    parts.metadata = Cow::Borrowed(b"\x81\xa4name\xa3kat");
-    if format == Format::Dataset {
-        parts.schema = Cow::Borrowed(b"SCHEMA");
-        parts.num_rows = 3;
-    }
-    parts.payload = Payload::Whole {
-        stored: Cow::Borrowed(payload),
-        uncompressed_size: payload.len() as u64,
-    };
-    parts
-}
-
-fn streaming_parts(payload: &[u8]) -> EnvelopeParts<'_> {
-    let mut parts = plain_parts(Format::Dataset, payload);
-    let third = payload.len() / 3;
-    parts.payload = Payload::chunked(
-        Compression::None,
-        [
-            (1, &payload[..third]),
-            (1, &payload[third..2 * third]),
-            (1, &payload[2 * third..]),
-        ],
-    )
-    .unwrap();
-    parts
-}
-
-/// The known-answer vectors: file name, how to build it (from the counting RNG starting at 0).
-fn kat_vectors() -> Vec<(&'static str, Vec<u8>)> {
-    let payload = kat_payload();
-    let password = Password::new(KAT_PASSWORD);
-    let options = EncryptOptions {
-        segment_size: KAT_SEGMENT,
-    };
-    let build = |parts: &EnvelopeParts<'_>, to: EncryptTo<'_>| {
-        encrypt(parts, to, options, &mut CountingRng(0))
-            .unwrap()
-            .to_bytes()
-            .unwrap()
-    };
-    let (a, b) = (alice().public_key(), bob().public_key());
-    vec![
-        (
-            "kat_password.ald",
-            build(
-                &plain_parts(Format::Dataset, &payload),
-                EncryptTo::Password {
-                    password: &password,
-                    params: CHEAP,
-                },
-            ),
-        ),
-        (
-            "kat_recipient.apr",
-            build(
-                &plain_parts(Format::Model, &payload),
-                EncryptTo::Recipient(&a),
-            ),
-        ),
-        (
-            "kat_multi_recipient.ald",
-            build(
-                &plain_parts(Format::Dataset, &payload),
-                EncryptTo::Recipients(&[a, b]),
-            ),
-        ),
-        (
-            "kat_sealed_request.bin",
-            envelope_crypto::query::seal_request(
-                &a,
-                &b,
-                b"SELECT count(*) FROM rows",
-                &mut CountingRng(0),
-            )
-            .unwrap(),
-        ),
-        ("kat_sealed_response.bin", {
-            envelope_crypto::query::seal_message(&b, b"3", &mut CountingRng(0x40)).unwrap()
-        }),
-        (
-            "kat_streaming_password.ald",
-            build(
-                &streaming_parts(&payload),
-                EncryptTo::Password {
-                    password: &password,
-                    params: CHEAP,
-                },
-            ),
-        ),
-    ]
-}
-
-/// Failing vectors, each made from a known-answer file by one change an attacker could make (the
-/// CRC32 recomputed): `fail_<what>.<Signal>.<ext>`.
-fn fail_vectors() -> Vec<(&'static str, Vec<u8>)> {
-    let vectors = kat_vectors();
-    let file = |name: &str| vectors.iter().find(|(n, _)| *n == name).unwrap().1.clone();
-    let mut type_changed = file("kat_recipient.apr");
-    type_changed[6] ^= 0x02;
-    fix_crc(&mut type_changed);
-    let mut hostile = file("kat_password.ald");
-    let block = usize::try_from(
-        Envelope::parse_any(&hostile[..])
-            .unwrap()
-            .layout()
-            .span(Section::Encryption)
-            .unwrap()
-            .offset,
-    )
-    .unwrap();
-    hostile[block + 6..block + 10].copy_from_slice(&(64u32 << 20).to_le_bytes());
-    fix_crc(&mut hostile);
-    let recipient = file("kat_recipient.apr");
-    let payload = usize::try_from(
-        Envelope::parse_any(&recipient[..])
-            .unwrap()
-            .layout()
-            .span(Section::Payload)
-            .unwrap()
-            .offset,
-    )
-    .unwrap();
-    let mut swapped = recipient.clone();
-    swapped[payload..payload + 1040].copy_from_slice(&recipient[payload + 1040..payload + 2080]);
-    swapped[payload + 1040..payload + 2080].copy_from_slice(&recipient[payload..payload + 1040]);
-    fix_crc(&mut swapped);
-    vec![
-        ("fail_type_id_changed.DecryptionFailed.apr", type_changed),
-        ("fail_argon2_64GiB.DecryptionFailed.ald", hostile),
-        ("fail_segments_swapped.DecryptionFailed.apr", swapped),
-    ]
-}
 
 /// Every `fail_*` vector is refused with the signal its name gives, using the vectors' keys.
 #[test]
@@ -215,15 +48,12 @@ fn every_failing_vector_gives_its_signal() {
 }
 
 /// The vectors are fixed bytes: rebuilding them gives the checked-in files, and the files
-/// decrypt to the payload. `REGENERATE_VECTORS=1` rewrites them (review the diff!).
+/// decrypt to the payload. `cargo xtask regenerate envelope-crypto` rewrites them (review the
+/// diff!).
 #[test]
 fn known_answer_vectors_are_reproduced_byte_for_byte() {
-    let regenerate = std::env::var_os("REGENERATE_VECTORS").is_some();
     for (name, bytes) in kat_vectors().into_iter().chain(fail_vectors()) {
         let path = data(name);
-        if regenerate {
-            std::fs::write(&path, &bytes).unwrap();
-        }
         let stored = std::fs::read(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(
             stored == bytes,
@@ -325,29 +155,6 @@ fn outsiders_and_wrong_passwords_get_decryption_failed() {
         matches!(error, Error::DecryptionFailed(DecryptionFailure::Failed)),
         "{error}"
     );
-}
-
-/// Recomputes the CRC32 trailer after an edit, as an attacker would.
-fn fix_crc(bytes: &mut [u8]) {
-    let end = bytes.len() - 4;
-    let crc = crc32(&bytes[..end]);
-    bytes[end..].copy_from_slice(&crc.to_le_bytes());
-}
-
-fn crc32(bytes: &[u8]) -> u32 {
-    // CRC-32/ISO-HDLC, bitwise (test code; the library uses crc32fast).
-    let mut crc = !0u32;
-    for &byte in bytes {
-        crc ^= u32::from(byte);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
 }
 
 /// Every bit of every byte before the payload (and of the payload), flipped with the CRC

@@ -1,6 +1,6 @@
 //! The license block of `.ald` datasets (000 §9.1-9.2) and `.apr` models (003 §8.1-8.2), and
-//! commercial packaging on top of it ([`commercial`]): sign + license + encrypt when a file is
-//! sold, and verify + license check + decrypt when it is loaded.
+//! commercial packaging on top of it (`commercial`, with the feature of that name): sign +
+//! license + encrypt when a file is sold, and verify + license check + decrypt when it is loaded.
 //!
 //! Key decisions:
 //! - **A license means nothing unless it is signed.** The block sits after the payload and is
@@ -32,6 +32,7 @@
 //! # Ok::<(), envelope_core::Error>(())
 //! ```
 
+#[cfg(feature = "commercial")]
 pub mod commercial;
 
 use envelope_core::{Envelope, Error, FormatError, Result, Section};

@@ -3,6 +3,7 @@
 
 #[path = "../../envelope-crypto/tests/common/counting_rng.rs"]
 mod counting_rng;
+mod fuzz_check;
 
 use counting_rng::CountingRng;
 use envelope_core::{Compression, Envelope, EnvelopeParts, Format, Payload, Signal};
@@ -163,4 +164,18 @@ fn unlicensed_or_already_signed_inputs_are_refused() {
     };
     let error = package(&signed, &spec, &mut CountingRng(0)).unwrap_err();
     assert_eq!(error.signal(), Signal::Usage);
+}
+
+/// Replays the fuzz corpus (fuzz/corpus/license_block) on stable: no input may panic or break the
+/// round trip.
+#[test]
+fn fuzz_corpus_replays_without_panic() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/license_block");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        fuzz_check::license_block(&std::fs::read(entry.unwrap().path()).unwrap());
+        seen += 1;
+    }
+    assert!(seen > 0, "empty corpus at {}", dir.display());
 }

@@ -2,53 +2,39 @@
 
 use std::path::Path;
 
+use envelope_core::fs::{Access, Destination};
 use envelope_core::{Error, Result};
 use envelope_crypto::{Argon2Params, CryptoRngCore, Password};
 
 use crate::keys::{Identity, PublicKeyFile, TrustedKeys};
 
-/// Writes `identity` as the private key file `path` (sealed with `password`) and the public key
-/// file `path.pub`, each atomically.
+/// Writes `identity` as the private key file `destination` (sealed with `password`; owner-only,
+/// `0600`, whatever the umask) and the public key file `destination.pub` (with the destination's
+/// overwrite policy), each atomically. Both are checked before either is written, so a refused
+/// `.pub` never leaves a lone new private key.
 ///
 /// # Errors
-/// As [`Identity::seal`], plus `Io`.
+/// As [`Identity::seal`], plus `Io` (`AlreadyExists` under `Existing::Keep`).
 pub fn write_key_files(
-    path: &Path,
+    destination: impl Into<Destination>,
     identity: &Identity,
     password: &Password,
     params: Argon2Params,
     rng: &mut impl CryptoRngCore,
 ) -> Result<()> {
+    let private = destination.into().access(Access::Private);
+    let mut public_path = private.path().as_os_str().to_owned();
+    public_path.push(".pub");
+    let public = Destination::new(Path::new(&public_path)).existing(private.existing_policy());
+    private.check()?;
+    public.check()?;
     let sealed = identity.seal(password, params, rng)?;
-    let mut public = path.as_os_str().to_owned();
-    public.push(".pub");
-    // write_atomic keeps an existing file's permissions: create it owner-only first, so the
-    // sealed key is never readable by others, not even for a moment.
-    restrict_permissions(path)?;
-    envelope_core::fs::write_atomic(path, |out| {
+    envelope_core::fs::write_atomic(private, |out| {
         std::io::Write::write_all(out, &sealed).map_err(Error::Io)
     })?;
-    envelope_core::fs::write_atomic(Path::new(&public), |out| {
+    envelope_core::fs::write_atomic(public, |out| {
         std::io::Write::write_all(out, identity.public_key_file().as_bytes()).map_err(Error::Io)
     })
-}
-
-#[cfg(unix)]
-fn restrict_permissions(path: &Path) -> Result<()> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(path)?;
-    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn restrict_permissions(_path: &Path) -> Result<()> {
-    Ok(())
 }
 
 /// Opens the private key file at `path`.

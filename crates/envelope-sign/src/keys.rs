@@ -122,6 +122,12 @@ impl TrustedKeys {
         self.0.is_empty()
     }
 
+    /// The trusted keys, for checking signatures of other formats with the same trust list
+    /// (`fold verify --trusted-keys` checks pyfolds' metadata signature against each).
+    pub fn keys(&self) -> impl Iterator<Item = &VerifyingKey> {
+        self.0.iter()
+    }
+
     pub(crate) fn find(&self, key: &SigningPublicKey) -> Option<&VerifyingKey> {
         self.0.iter().find(|trusted| trusted.as_bytes() == &key.0)
     }
@@ -209,9 +215,10 @@ impl Identity {
         params: Argon2Params,
         rng: &mut impl CryptoRngCore,
     ) -> Result<Vec<u8>> {
-        if !params.is_within_limits() {
+        if !params.is_within_key_file_limits() {
             return Err(Error::InvalidArgument(
-                "Argon2id parameters outside the limits readers enforce",
+                "Argon2id parameters outside the limits key-file readers enforce (memory at most \
+                 256 MiB)",
             ));
         }
         let mut salt = [0u8; SALT_LEN];
@@ -264,7 +271,9 @@ impl Identity {
             t_cost: u32_at(14),
             p_cost: u32_at(18),
         };
-        if !params.is_within_limits() {
+        // Key files get the tighter ceiling: opening one must not need more memory than a small
+        // machine has (docs/signing.md §4).
+        if !params.is_within_key_file_limits() {
             return Err(malformed());
         }
         let mut salt = [0u8; SALT_LEN];

@@ -26,7 +26,7 @@ mod signature;
 #[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
 pub mod fs;
 
-pub use ed25519_dalek::SigningKey;
+pub use ed25519_dalek::{SigningKey, VerifyingKey};
 pub use keys::{
     Identity, KEY_FILE_KDF_ARGON2ID, KEY_FILE_LEN, KEY_FILE_MAGIC, KEY_FILE_VERSION,
     PUBLIC_KEY_FILE_HEADER, PUBLIC_KEY_LEN, PublicKeyFile, SEED_LEN, SigningPublicKey, TrustedKeys,

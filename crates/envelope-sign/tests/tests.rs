@@ -4,114 +4,20 @@
 
 mod fuzz_checks;
 
-use std::borrow::Cow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use envelope_core::{
-    Compression, Envelope, EnvelopeParts, Error, Format, Payload, Section, Signal, SignatureFailure,
-};
-use envelope_crypto::{
-    Argon2Params, DecryptionKey, Decryptor, EncryptOptions, EncryptTo, Password, encrypt,
-};
+use envelope_core::{Envelope, Error, Format, Section, Signal, SignatureFailure};
+use envelope_crypto::{DecryptionKey, Decryptor, Password};
 use envelope_sign::{
     Identity, Policy, PublicKeyFile, SigningKey, SigningPublicKey, TrustedKeys, sign, verify,
 };
 use proptest::prelude::*;
 
-#[path = "../../envelope-crypto/tests/common/counting_rng.rs"]
-mod counting_rng;
-use counting_rng::CountingRng;
-
-const CHEAP: Argon2Params = Argon2Params {
-    m_cost_kib: 1024,
-    t_cost: 1,
-    p_cost: 1,
+mod vectors;
+use vectors::{
+    CHEAP, CountingRng, KAT_PASSWORD, data, fail_vectors, fix_crc, kat_vectors, model, publisher,
+    trusted,
 };
-const KAT_PASSWORD: &str = "correct horse battery staple";
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
-
-/// The publisher of the vectors: seed 32 x 0x5e.
-fn publisher() -> Identity {
-    Identity::from_seed([0x5e; 32])
-}
-
-fn trusted() -> TrustedKeys {
-    TrustedKeys::from_keys([publisher().signing_public_key()])
-}
-
-fn model(payload: &[u8]) -> Vec<u8> {
-    let mut parts = EnvelopeParts::new(Format::Model, 0x0001);
-    parts.metadata = Cow::Borrowed(b"\x81\xa4name\xa3kat");
-    parts.payload = Payload::compressed(Compression::None, payload).unwrap();
-    parts.license = Some(Cow::Borrowed(b"licensee=Acme;expires=2027-01-01"));
-    parts.to_bytes().unwrap()
-}
-
-/// The small encrypted (recipient mode, to the publisher's own X25519 key) and signed dataset
-/// of the tamper sweep and the interop tests.
-fn encrypted_and_signed() -> Vec<u8> {
-    let payload = b"a,b\n1,2\n3,4\n".repeat(8);
-    let mut parts = EnvelopeParts::new(Format::Dataset, 0x0001);
-    parts.metadata = Cow::Borrowed(b"\x81\xa4name\xa3kat");
-    parts.schema = Cow::Borrowed(b"SCHEMA");
-    parts.num_rows = 16;
-    parts.payload = Payload::compressed(Compression::None, &payload).unwrap();
-    parts.license = Some(Cow::Borrowed(b"licensee=Acme"));
-    let me = publisher().recipient_public_key();
-    let sealed = encrypt(
-        &parts,
-        EncryptTo::Recipient(&me),
-        EncryptOptions { segment_size: 1024 },
-        &mut CountingRng(0),
-    )
-    .unwrap();
-    sign(&sealed.to_bytes().unwrap(), &publisher().signing_key()).unwrap()
-}
-
-fn kat_vectors() -> Vec<(&'static str, Vec<u8>)> {
-    let identity = publisher();
-    let password = Password::new(KAT_PASSWORD);
-    vec![
-        (
-            "kat_signed.apr",
-            sign(&model(b"weights"), &identity.signing_key()).unwrap(),
-        ),
-        ("kat_encrypted_signed.ald", encrypted_and_signed()),
-        (
-            "kat_identity.key",
-            identity
-                .seal(&password, CHEAP, &mut CountingRng(0))
-                .unwrap(),
-        ),
-        (
-            "kat_identity.key.pub",
-            identity.public_key_file().into_bytes(),
-        ),
-    ]
-}
-
-/// Failing vectors: `fail_<what>.<Signal>.<ext>`, checked against the publisher's key.
-fn fail_vectors() -> Vec<(&'static str, Vec<u8>)> {
-    let signed = sign(&model(b"weights"), &publisher().signing_key()).unwrap();
-    let mut changed = signed.clone();
-    changed[0x2a] ^= 0x20; // the first payload byte: "weights" -> "Weights"
-    fix_crc(&mut changed);
-    let stranger = sign(
-        &model(b"weights"),
-        &Identity::from_seed([1; 32]).signing_key(),
-    )
-    .unwrap();
-    vec![
-        ("fail_payload_changed.SignatureInvalid.apr", changed),
-        ("fail_untrusted_signer.SignatureInvalid.apr", stranger),
-        ("fail_unsigned.SignatureInvalid.apr", model(b"weights")),
-    ]
-}
 
 #[test]
 fn every_failing_vector_gives_its_signal() {
@@ -130,14 +36,10 @@ fn every_failing_vector_gives_its_signal() {
     assert_eq!(seen, fail_vectors().len());
 }
 
-/// `REGENERATE_VECTORS=1` rewrites the vectors (review the diff!).
+/// `cargo xtask regenerate envelope-sign` rewrites the vectors (review the diff!).
 #[test]
 fn known_answer_vectors_are_reproduced_byte_for_byte() {
-    let regenerate = std::env::var_os("REGENERATE_VECTORS").is_some();
     for (name, bytes) in kat_vectors().into_iter().chain(fail_vectors()) {
-        if regenerate {
-            std::fs::write(data(name), &bytes).unwrap();
-        }
         let stored = std::fs::read(data(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(
             stored == bytes,
@@ -261,12 +163,6 @@ fn signing_an_encrypted_file_keeps_it_decryptable_and_signed_bytes_include_the_l
         check(&bad, &trusted()),
         Err(Error::SignatureInvalid(SignatureFailure::Mismatch))
     ));
-}
-
-fn fix_crc(bytes: &mut [u8]) {
-    let end = bytes.len() - 4;
-    let crc = crc32fast::hash(&bytes[..end]);
-    bytes[end..].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// Loads as a careful reader does: verify the envelope, require a trusted signature, then

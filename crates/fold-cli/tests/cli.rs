@@ -159,6 +159,7 @@ fn signed_pack_verifies_with_the_public_key_and_damaged_parity_is_reported() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
     assert!(String::from_utf8_lossy(&o.stdout).contains("ok    (signature)"));
+    assert_signature_scope_is_stated(&out, &public);
     // Damage one ECC byte: the data still verifies, --ecc-parity reports it, repair restores it.
     let mut bytes = std::fs::read(&out).unwrap();
     bytes[28 + 32 + 100 + 3] ^= 0x10;
@@ -173,5 +174,48 @@ fn signed_pack_verifies_with_the_public_key_and_damaged_parity_is_reported() {
         fold(&["verify", s(&fixed), "--ecc-parity"])
             .status
             .success()
+    );
+}
+
+/// `fold verify --public-key` must not read as "these chunks are vouched for": pyfolds' signature
+/// covers four metadata fields, so a file whose chunks were replaced (hashes recomputed, signature
+/// copied) still verifies. The signature line says what it covers, in text and JSON.
+fn assert_signature_scope_is_stated(signed: &Path, public: &Path) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The signed metadata, moved onto a file with other chunk bytes.
+    let bytes = std::fs::read(signed).unwrap();
+    let index_off = usize::try_from(u64::from_be_bytes(bytes[12..20].try_into().unwrap())).unwrap();
+    let index = std::str::from_utf8(&bytes[index_off..]).unwrap();
+    let start = index.find("\"metadata\":").unwrap() + "\"metadata\":".len();
+    let end = index.find(",\"chunks\":").unwrap();
+    std::fs::write(d.join("meta.json"), &index[start..end]).unwrap();
+    std::fs::write(d.join("other.bin"), vec![9_u8; 100]).unwrap();
+    let replaced = d.join("replaced.fold");
+    let chunk = format!("p=TSAV:{}", s(&d.join("other.bin")));
+    let o = fold(&[
+        "pack",
+        s(&replaced),
+        &chunk,
+        "--metadata",
+        s(&d.join("meta.json")),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = fold(&["verify", s(&replaced), "--public-key", s(public)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let line = text.lines().find(|l| l.contains("(signature)")).unwrap();
+    assert!(
+        line.contains("model_type, tags, reproducibility, protection only")
+            && line.contains("does not cover the chunk bytes"),
+        "{line}"
+    );
+    let o = fold(&["verify", s(&replaced), "--public-key", s(public), "--json"]);
+    let json = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        json.contains(
+            r#""signature":true,"signature_covers":["metadata.model_type","metadata.tags","metadata.reproducibility","metadata.protection"]"#
+        ),
+        "{json}"
     );
 }

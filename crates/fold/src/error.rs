@@ -375,9 +375,10 @@ pub enum Error {
     /// Writer: a chunk of that name was already added.
     #[error("chunk name {0:?} already used")]
     DuplicateName(String),
-    /// Repair: two chunks overlap, or a chunk overlaps the index (`second` is `"(index)"`), so the
-    /// file cannot be rewritten region by region.
-    #[error("chunks {first:?} and {second:?} overlap")]
+    /// Two chunks' byte ranges overlap, or a chunk overlaps the index (one side is `"(index)"`):
+    /// refused at open (002 §3: chunks are laid out back to back, then the index), so no byte
+    /// range is read, hashed or decoded for two entries.
+    #[error("§3 layout: {first:?} and {second:?} overlap")]
     OverlappingChunks {
         /// The earlier chunk.
         first: String,
@@ -421,9 +422,8 @@ impl Error {
             Self::Decompress { .. } => "§7.10 decompress",
             Self::UncompLenMismatch { .. } => "§8.4 uncomp_len",
             Self::Signature(_) => "signature",
-            Self::InvalidCtype(_) | Self::DuplicateName(_) | Self::OverlappingChunks { .. } => {
-                "writer"
-            }
+            Self::OverlappingChunks { .. } => "§3 layout",
+            Self::InvalidCtype(_) | Self::DuplicateName(_) => "writer",
         }
     }
 }

@@ -1,11 +1,11 @@
 //! Native filesystem helpers (feature `std-fs`): open by path (memory-mapped), and atomic
 //! saves — a temporary file in the destination directory, fsync, rename — as pyfolds does with
-//! `{path}.tmp` and `os.replace`.
+//! `{path}.tmp` and `os.replace` (here through the workspace's `output-file`, whose temporary
+//! names are random and created exclusively).
 
-use std::io::BufWriter;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use tempfile::NamedTempFile;
+use output_file::{Destination, PendingFile};
 
 use crate::error::Result;
 use crate::json::Map;
@@ -31,46 +31,39 @@ pub fn open_with(path: impl AsRef<Path>, opts: ReadOptions) -> Result<FoldReader
     FoldReader::open_with(MappedSource::open(path)?, opts)
 }
 
-/// A container being written to a temporary file that replaces `path` only on
-/// [`AtomicFoldFile::commit`]; dropped uncommitted, it leaves `path` untouched.
+/// A container being written to a temporary file that replaces the destination only on
+/// [`AtomicFoldFile::commit`]; dropped uncommitted, it leaves the destination untouched and no
+/// temporary file. Written through [`output_file::PendingFile`]: the same rules as every other
+/// output of the workspace (permissions follow the umask; a device or FIFO destination is written
+/// in place, never renamed over; an existing file is kept under `Existing::Keep`).
 #[derive(Debug)]
 pub struct AtomicFoldFile {
-    writer: FoldWriter<BufWriter<NamedTempFile>>,
-    path: PathBuf,
+    writer: FoldWriter<PendingFile>,
 }
 
 impl AtomicFoldFile {
-    /// Starts writing the container that will become `path`.
+    /// Starts writing the container that will become `destination` (a path, or an
+    /// [`output_file::Destination`] with its policy).
     ///
     /// # Errors
-    /// I/O (the temporary file is created next to `path`).
-    pub fn create(path: impl AsRef<Path>, opts: WriteOptions) -> Result<Self> {
-        let path = path.as_ref().to_path_buf();
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let tmp = NamedTempFile::new_in(dir)?;
-        let writer = FoldWriter::new(BufWriter::with_capacity(1 << 20, tmp), opts)?;
-        Ok(Self { writer, path })
+    /// I/O (the destination is refused, or the temporary file cannot be created next to it).
+    pub fn create(destination: impl Into<Destination>, opts: WriteOptions) -> Result<Self> {
+        let pending = PendingFile::create(destination)?;
+        let writer = FoldWriter::new(pending, opts)?;
+        Ok(Self { writer })
     }
 
     /// The writer, to add chunks.
-    pub fn writer(&mut self) -> &mut FoldWriter<BufWriter<NamedTempFile>> {
+    pub fn writer(&mut self) -> &mut FoldWriter<PendingFile> {
         &mut self.writer
     }
 
-    /// Finishes the container (index, header), fsyncs and renames it over `path`.
+    /// Finishes the container (index, header), fsyncs and renames it into place.
     ///
     /// # Errors
     /// As [`FoldWriter::finish`], and I/O.
     pub fn commit(self, metadata: Map, created_at_unix: f64) -> Result<()> {
-        let buf = self.writer.finish(metadata, created_at_unix)?;
-        let tmp = buf
-            .into_inner()
-            .map_err(std::io::IntoInnerError::into_error)?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(&self.path).map_err(|e| e.error)?;
+        self.writer.finish(metadata, created_at_unix)?.commit()?;
         Ok(())
     }
 }

@@ -7,6 +7,7 @@ use crate::ecc::Ecc;
 use crate::error::{Error, Result, SchemaProblem};
 use crate::format::{CHUNK_HEADER_LEN, FORMAT_NAME, FORMAT_VERSION, SUPPORTED_VERSIONS};
 use crate::json::{self, Map, Value, map_get};
+use crate::names::NameTable;
 
 /// One entry of `chunks` (002 §6), with every field present and of the right type.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,12 +175,13 @@ impl Index {
             Some(_) => return Err(schema(None, "chunks", SchemaProblem::WrongType)),
         };
         let mut chunks: Vec<ChunkEntry> = Vec::with_capacity(items.len());
+        let mut names = NameTable::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             if !matches!(item, Value::Object(_)) {
                 return Err(schema(Some(i), "(entry)", SchemaProblem::WrongType));
             }
             let name = str_field(item, i, "name")?.to_owned();
-            if chunks.iter().any(|c| c.name == name) {
+            if names.insert(&name, i, |p| &chunks[p].name).is_err() {
                 return Err(Error::DuplicateChunk { name });
             }
             let ctype_s = str_field(item, i, "ctype")?;
@@ -229,10 +231,21 @@ impl Index {
         SUPPORTED_VERSIONS.contains(&self.version.as_str())
     }
 
-    /// The entry named `name`.
+    /// The entry named `name`: a scan of `chunks`, for one-off lookups. [`crate::FoldReader`]
+    /// indexes the names once at open and looks them up in O(1).
     #[must_use]
     pub fn chunk(&self, name: &str) -> Option<&ChunkEntry> {
         self.chunks.iter().find(|c| c.name == name)
+    }
+
+    /// A table of the chunk names, for O(1) lookups by name (names are unique once parsed).
+    pub(crate) fn name_table(&self) -> NameTable {
+        let mut table = NameTable::with_capacity(self.chunks.len());
+        for (i, c) in self.chunks.iter().enumerate() {
+            // A repeated name (possible only in an index built by hand) keeps the first entry.
+            let _ = table.insert(&c.name, i, |p| &self.chunks[p].name);
+        }
+        table
     }
 
     /// Checks `metadata.manifest_hash` when present and truthy (pyfolds only warns; here it is an
@@ -261,26 +274,33 @@ impl Index {
         }
     }
 
-    /// Checks `metadata.chunk_hashes[entry.name]` when present and truthy (002 §8.3).
-    ///
-    /// # Errors
-    /// [`Error::ChunkHashesMismatch`].
-    pub fn check_chunk_hash(&self, entry: &ChunkEntry) -> Result<()> {
+    /// Checks `metadata.chunk_hashes[name]`, when present and truthy, against each entry's
+    /// `sha256` (002 §8.3): one flag per entry of `chunks`, `true` where they disagree. Both sides
+    /// are index text, so this is decided once for the whole index, in one pass over each list.
+    #[must_use]
+    pub fn chunk_hashes_mismatches(&self) -> Vec<bool> {
         let Some(Value::Object(hashes)) = map_get(&self.metadata, "chunk_hashes") else {
-            return Ok(());
+            return vec![false; self.chunks.len()];
         };
-        match map_get(hashes, &entry.name) {
-            Some(v) if v.is_truthy() => {
-                if v.as_str() == Some(crate::hex_lower(&entry.sha256).as_str()) {
-                    Ok(())
-                } else {
-                    Err(Error::ChunkHashesMismatch {
-                        chunk: entry.name.clone(),
-                    })
-                }
-            }
-            _ => Ok(()),
+        let mut table = NameTable::with_capacity(hashes.len());
+        for (i, (name, _)) in hashes.iter().enumerate() {
+            // A parsed object has unique keys; in a hand-built one the first wins.
+            let _ = table.insert(name, i, |p| &hashes[p].0);
         }
+        self.chunks
+            .iter()
+            .map(|entry| {
+                match table
+                    .find(&entry.name, |p| &hashes[p].0)
+                    .map(|p| &hashes[p].1)
+                {
+                    Some(v) if v.is_truthy() => {
+                        v.as_str() != Some(crate::hex_lower(&entry.sha256).as_str())
+                    }
+                    _ => false,
+                }
+            })
+            .collect()
     }
 
     /// The index bytes as pyfolds writes them: key order format, version, created_at_unix,

@@ -17,6 +17,7 @@
 use std::fmt::Write as _;
 
 use crate::error::JsonErrorKind;
+use crate::names::NameTable;
 
 /// Deepest nesting of arrays and objects the parser accepts (bounds recursion on untrusted input).
 pub const MAX_DEPTH: usize = 128;
@@ -103,7 +104,8 @@ impl Value {
     }
 }
 
-/// The value of `key` in an object.
+/// The value of `key` in an object: a scan, for the few fixed keys a reader asks for. Lookups
+/// that repeat per key or per chunk must not use it (see `FoldReader`, which indexes names once).
 #[must_use]
 pub fn map_get<'a>(map: &'a Map, key: &str) -> Option<&'a Value> {
     map.iter().find(|(k, _)| k == key).map(|(_, v)| v)
@@ -347,6 +349,9 @@ impl Parser<'_> {
 
     fn object(&mut self, depth: usize) -> Result<Value, ParseError> {
         let mut map: Map = Vec::new();
+        // The duplicate-key check is a hash lookup: a scan of `map` per key made an object of n
+        // keys cost O(n²) (issue 14 §2).
+        let mut keys = NameTable::default();
         self.skip_ws();
         if self.peek() == Some(b'}') {
             self.pos += 1;
@@ -357,7 +362,7 @@ impl Parser<'_> {
             let key_pos = self.pos;
             self.expect(b'"')?;
             let key = self.string()?;
-            if map.iter().any(|(k, _)| *k == key) {
+            if keys.insert(&key, map.len(), |i| &map[i].0).is_err() {
                 return Err(ParseError {
                     kind: JsonErrorKind::DuplicateKey,
                     position: key_pos,

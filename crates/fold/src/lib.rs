@@ -41,8 +41,10 @@ mod format;
 pub mod fs;
 mod index;
 pub mod json;
+mod names;
 mod reader;
 pub mod rs;
+#[cfg(feature = "signature")]
 pub mod signature;
 mod source;
 mod writer;

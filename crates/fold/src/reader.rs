@@ -19,6 +19,7 @@ use crate::format::{
     CHUNK_HEADER_LEN, ChunkHeader, Compression, GLOBAL_HEADER_LEN, GlobalHeader, MAX_CHUNK_SIZE,
 };
 use crate::index::{ChunkEntry, Index, parse_index};
+use crate::names::NameTable;
 use crate::source::Source;
 
 /// Limits applied while reading (002 §9).
@@ -82,6 +83,10 @@ pub struct FoldReader<S> {
     opts: ReadOptions,
     /// `(expected, computed)` when `manifest_hash` does not hold; computed once at open.
     manifest_mismatch: Option<(String, [u8; 32])>,
+    /// Positions of the index's chunks by name (O(1) lookups; issue 14 §2).
+    names: NameTable,
+    /// Per chunk, whether `metadata.chunk_hashes` disagrees with its `sha256`; computed at open.
+    chunk_hashes_mismatch: Vec<bool>,
 }
 
 fn read_range<S: Source>(
@@ -228,6 +233,40 @@ const PARALLEL_MIN: usize = 1 << 20;
 #[cfg(all(feature = "parallel", not(target_arch = "wasm32")))]
 const PIPELINE_BLOCK: usize = 1 << 20;
 
+/// 002 §3: chunks follow the header back to back, then the index. Refuses, at open, any two
+/// chunks whose byte ranges (`offset .. offset + 32 + comp_len + ecc_len`) overlap, and any chunk
+/// that overlaps the index [`Error::OverlappingChunks`]. Without this, `n` entries naming one
+/// large chunk make `verify` hash and decode it `n` times (issue 14 §2). pyfolds writes each
+/// chunk where the previous ended, so its files never overlap.
+///
+/// Chunks that start inside the global header or end past the file fail their own rule when
+/// read (§8.2) and are left out here. Sorting makes this O(n log n).
+fn check_chunk_ranges(index: &Index, header: &GlobalHeader, file_len: u64) -> Result<()> {
+    let mut ranges: Vec<(u64, u64, &str)> = index
+        .chunks
+        .iter()
+        .filter(|e| e.offset >= u64::from(GLOBAL_HEADER_LEN))
+        .filter_map(|e| Some((e.offset, e.end()?, e.name.as_str())))
+        .filter(|&(_, end, _)| end <= file_len)
+        .collect();
+    // The index is part of the layout: a chunk range overlapping it is refused alike.
+    let index_end = header.index_off.saturating_add(header.index_len);
+    if header.index_len > 0 {
+        ranges.push((header.index_off, index_end, "(index)"));
+    }
+    ranges.sort_unstable_by_key(|&(start, end, _)| (start, end));
+    for pair in ranges.windows(2) {
+        let (first, second) = (pair[0], pair[1]);
+        if second.0 < first.1 {
+            return Err(Error::OverlappingChunks {
+                first: first.2.to_owned(),
+                second: second.2.to_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
 impl<S: Source> FoldReader<S> {
     /// Opens with the default limits: reads and checks the global header (002 §8.1) and parses
     /// the index (§6, §7.3-7.4). Reads no chunk.
@@ -275,12 +314,15 @@ impl<S: Source> FoldReader<S> {
             header.index_len,
         )?;
         let index = parse_index(&raw_index)?;
+        check_chunk_ranges(&index, &header, file_len)?;
         let manifest_mismatch = match index.check_manifest_hash() {
             Err(Error::ManifestHashMismatch { expected, actual }) => Some((expected, actual)),
             _ => None,
         };
         Ok(Self {
             manifest_mismatch,
+            names: index.name_table(),
+            chunk_hashes_mismatch: index.chunk_hashes_mismatches(),
             src,
             file_len,
             header,
@@ -313,10 +355,15 @@ impl<S: Source> FoldReader<S> {
         &self.src
     }
 
-    fn entry(&self, name: &str) -> Result<&ChunkEntry> {
-        self.index.chunk(name).ok_or_else(|| Error::ChunkNotFound {
-            name: name.to_owned(),
-        })
+    /// The position and entry of the chunk named `name`, in O(1).
+    fn entry(&self, name: &str) -> Result<(usize, &ChunkEntry)> {
+        let chunks = &self.index.chunks;
+        self.names
+            .find(name, |p| &chunks[p].name)
+            .map(|p| (p, &chunks[p]))
+            .ok_or_else(|| Error::ChunkNotFound {
+                name: name.to_owned(),
+            })
     }
 
     /// Checks limits, bounds and header agreement, then digests the payload. For a source held in
@@ -482,13 +529,14 @@ impl<S: Source> FoldReader<S> {
     /// # Errors
     /// The first failed rule for this chunk.
     pub fn read_stored(&self, name: &str) -> Result<StoredChunk> {
-        let e = self.entry(name)?;
-        self.stored(e)
+        let (i, _) = self.entry(name)?;
+        self.stored(i)
     }
 
-    fn stored(&self, e: &ChunkEntry) -> Result<StoredChunk> {
+    /// [`Self::read_stored`] of the chunk at position `i` of the index.
+    fn stored(&self, i: usize) -> Result<StoredChunk> {
         let mut body = Vec::new();
-        let (_, comp_len, corrected, _) = self.stored_into(e, &mut body, true, true)?;
+        let (_, comp_len, corrected, _) = self.stored_into(i, &mut body, true, true)?;
         body.truncate(comp_len);
         Ok(StoredChunk {
             comp: body,
@@ -501,11 +549,12 @@ impl<S: Source> FoldReader<S> {
     /// if so, else the first `comp_len` bytes of [`Self::body_of`].
     fn stored_into(
         &self,
-        e: &ChunkEntry,
+        i: usize,
         buf: &mut Vec<u8>,
         pipelined: bool,
         copy: bool,
     ) -> Result<(usize, usize, usize, bool)> {
+        let e = &self.index.chunks[i];
         let (n, comp_len, mut crc, mut sha, mut filled) =
             self.load_into(e, buf, pipelined, copy)?;
         let mut corrected = 0;
@@ -545,7 +594,11 @@ impl<S: Source> FoldReader<S> {
                 actual: sha,
             });
         }
-        self.index.check_chunk_hash(e)?;
+        if self.chunk_hashes_mismatch.get(i).copied().unwrap_or(false) {
+            return Err(Error::ChunkHashesMismatch {
+                chunk: e.name.clone(),
+            });
+        }
         self.check_manifest()?;
         Ok((n, comp_len, corrected, filled))
     }
@@ -585,11 +638,11 @@ impl<S: Source> FoldReader<S> {
     /// # Errors
     /// The first failed rule for this chunk.
     pub fn read_chunk(&self, name: &str) -> Result<Vec<u8>> {
-        let e = self.entry(name)?;
+        let (i, e) = self.entry(name)?;
         if Compression::from_flag(e.flags) == Some(Compression::Zstd) {
             // Decompress straight from a mapping when the bytes needed no correction.
             let mut buf = Vec::new();
-            let (_, comp_len, _, filled) = self.stored_into(e, &mut buf, true, false)?;
+            let (_, comp_len, _, filled) = self.stored_into(i, &mut buf, true, false)?;
             let comp = if filled {
                 &buf[..comp_len]
             } else {
@@ -598,7 +651,7 @@ impl<S: Source> FoldReader<S> {
             return compress::zstd_decompress(comp, e.uncomp_len)
                 .map_err(|err| Self::decompress_error(e, err));
         }
-        let stored = self.stored(e)?;
+        let stored = self.stored(i)?;
         self.decode(e, stored.comp)
     }
 
@@ -610,12 +663,12 @@ impl<S: Source> FoldReader<S> {
     /// # Errors
     /// The first failed rule for this chunk.
     pub fn read_chunk_cow(&self, name: &str) -> Result<std::borrow::Cow<'_, [u8]>> {
-        let e = self.entry(name)?;
+        let (i, e) = self.entry(name)?;
         if Compression::from_flag(e.flags) == Some(Compression::None)
             && self.src.as_slice().is_some()
         {
             let mut buf = Vec::new();
-            let (_, comp_len, _, filled) = self.stored_into(e, &mut buf, true, false)?;
+            let (_, comp_len, _, filled) = self.stored_into(i, &mut buf, true, false)?;
             if filled {
                 buf.truncate(comp_len);
                 return self.decode(e, buf).map(std::borrow::Cow::Owned);
@@ -654,7 +707,7 @@ impl<S: Source> FoldReader<S> {
     /// # Errors
     /// The checks that precede reading (limits, bounds, header agreement, `ecc_len`).
     pub fn damaged_parity(&self, name: &str) -> Result<Vec<u64>> {
-        let e = self.entry(name)?;
+        let (_, e) = self.entry(name)?;
         if e.ecc == Ecc::None {
             return Ok(Vec::new());
         }
@@ -669,12 +722,13 @@ impl<S: Source> FoldReader<S> {
     /// # Errors
     /// The first failed rule for this chunk.
     pub fn verify_chunk(&self, name: &str) -> Result<usize> {
-        let e = self.entry(name)?;
-        self.verify_entry(e, &mut Vec::new(), true)
+        let (i, _) = self.entry(name)?;
+        self.verify_entry(i, &mut Vec::new(), true)
     }
 
-    fn verify_entry(&self, e: &ChunkEntry, buf: &mut Vec<u8>, pipelined: bool) -> Result<usize> {
-        let (_, comp_len, corrected, filled) = self.stored_into(e, buf, pipelined, false)?;
+    fn verify_entry(&self, i: usize, buf: &mut Vec<u8>, pipelined: bool) -> Result<usize> {
+        let (_, comp_len, corrected, filled) = self.stored_into(i, buf, pipelined, false)?;
+        let e = &self.index.chunks[i];
         let comp = if filled {
             &buf[..comp_len]
         } else {
@@ -709,7 +763,7 @@ impl<S: Source> FoldReader<S> {
         // per-chunk read / hash pipeline is off here.
         let run = |i: usize, buf: &mut Vec<u8>| {
             let e = &self.index.chunks[i];
-            let result = self.verify_entry(e, buf, false);
+            let result = self.verify_entry(i, buf, false);
             progress(e.comp_len.saturating_add(e.ecc_len));
             result
         };
@@ -780,8 +834,8 @@ impl<S: Source> FoldReader<S> {
     /// # Errors
     /// The first chunk that fails verification after ECC, overlapping chunks, or I/O.
     pub fn repair_into<W: std::io::Write>(&self, out: &mut W) -> Result<usize> {
-        let mut order: Vec<&ChunkEntry> = self.index.chunks.iter().collect();
-        order.sort_by_key(|e| e.offset);
+        let mut order: Vec<usize> = (0..self.index.chunks.len()).collect();
+        order.sort_by_key(|&i| self.index.chunks[i].offset);
         let mut pos: u64 = 0;
         let mut fixed = 0;
         let copy = |from: u64, to: u64, out: &mut W| -> Result<()> {
@@ -797,7 +851,8 @@ impl<S: Source> FoldReader<S> {
         let mut prev: Option<&ChunkEntry> = None;
         let index_start = self.header.index_off;
         let index_end = index_start.saturating_add(self.header.index_len);
-        for e in order {
+        for i in order {
+            let e = &self.index.chunks[i];
             // Rewriting ECC bytes that overlap the index would corrupt the index in the copy.
             let end = e.end().unwrap_or(u64::MAX);
             if e.offset < index_end && end > index_start {
@@ -812,7 +867,7 @@ impl<S: Source> FoldReader<S> {
                     second: e.name.clone(),
                 });
             }
-            let stored = self.stored(e)?;
+            let stored = self.stored(i)?;
             Self::check_decoded_len(e, &stored.comp)?;
             fixed += stored.corrected;
             copy(pos, e.offset, out)?;
@@ -828,6 +883,7 @@ impl<S: Source> FoldReader<S> {
         Ok(fixed)
     }
 
+    #[cfg(feature = "signature")]
     /// Verifies pyfolds' Ed25519 `metadata.signature` under `public_key_pem`.
     ///
     /// # Errors

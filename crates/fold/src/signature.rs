@@ -5,13 +5,19 @@
 //! `chunk_hashes` / `manifest_hash`, which the signature does not cover.
 
 use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey};
-use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+use ed25519_dalek::{Signature, Signer};
+pub use ed25519_dalek::{SigningKey, VerifyingKey};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result, SignatureProblem};
 use crate::json::{Map, Value, map_get, map_set};
 
-/// The canonical bytes pyfolds signs. Missing fields read as pyfolds' `load_fold_or_mind` reads
+/// The metadata fields the signature covers, and nothing else: not the chunks, not
+/// `chunk_hashes`, not `manifest_hash`. A file whose chunks were replaced (and whose hashes were
+/// recomputed) still carries a valid signature; tools must say so when they report one.
+pub const SIGNED_FIELDS: [&str; 4] = ["model_type", "tags", "reproducibility", "protection"];
+
+/// The canonical bytes pyfolds signs (the [`SIGNED_FIELDS`]). Missing fields read as pyfolds' `load_fold_or_mind` reads
 /// them: `model_type` and `protection` as null, `tags` and `reproducibility` as `{}`.
 #[must_use]
 pub fn signed_payload(metadata: &Map) -> Vec<u8> {
@@ -40,6 +46,13 @@ fn fail(p: SignatureProblem) -> Error {
 pub fn sign(metadata: &mut Map, private_key_pem: &str, key_id: &str) -> Result<()> {
     let key =
         SigningKey::from_pkcs8_pem(private_key_pem).map_err(|_| fail(SignatureProblem::BadKey))?;
+    sign_with(metadata, &key, key_id);
+    Ok(())
+}
+
+/// Adds (or replaces) `metadata.signature`, signing with `key` (from a PEM file or from the
+/// workspace's own key files): the same signature pyfolds makes and checks.
+pub fn sign_with(metadata: &mut Map, key: &SigningKey, key_id: &str) {
     let payload = signed_payload(metadata);
     let sig = key.sign(&payload);
     let obj = Value::Object(vec![
@@ -55,7 +68,6 @@ pub fn sign(metadata: &mut Map, private_key_pem: &str, key_id: &str) -> Result<(
         ),
     ]);
     map_set(metadata, "signature", obj);
-    Ok(())
 }
 
 /// Verifies `metadata.signature` under a SPKI PEM Ed25519 public key, in pyfolds' order:
@@ -64,6 +76,17 @@ pub fn sign(metadata: &mut Map, private_key_pem: &str, key_id: &str) -> Result<(
 /// # Errors
 /// [`Error::Signature`].
 pub fn verify(metadata: &Map, public_key_pem: &str) -> Result<()> {
+    let key = VerifyingKey::from_public_key_pem(public_key_pem)
+        .map_err(|_| fail(SignatureProblem::BadKey))?;
+    verify_with(metadata, &key)
+}
+
+/// Verifies `metadata.signature` under `key`, in pyfolds' order: algorithm, payload hash, then
+/// the signature (strict Ed25519 verification).
+///
+/// # Errors
+/// [`Error::Signature`].
+pub fn verify_with(metadata: &Map, key: &VerifyingKey) -> Result<()> {
     let sig = map_get(metadata, "signature")
         .filter(|v| v.is_truthy())
         .ok_or(fail(SignatureProblem::Missing))?;
@@ -78,13 +101,11 @@ pub fn verify(metadata: &Map, public_key_pem: &str) -> Result<()> {
     if claimed != crate::hex_lower(&Sha256::digest(&payload)) {
         return Err(fail(SignatureProblem::PayloadMismatch));
     }
-    let key = VerifyingKey::from_public_key_pem(public_key_pem)
-        .map_err(|_| fail(SignatureProblem::BadKey))?;
     let value = sig.get("value").and_then(Value::as_str).unwrap_or("");
     let bytes: [u8; 64] = decode_hex(value)
         .and_then(|v| v.try_into().ok())
         .ok_or(fail(SignatureProblem::Invalid))?;
-    key.verify(&payload, &Signature::from_bytes(&bytes))
+    key.verify_strict(&payload, &Signature::from_bytes(&bytes))
         .map_err(|_| fail(SignatureProblem::Invalid))
 }
 

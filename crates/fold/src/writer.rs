@@ -14,6 +14,7 @@ use crate::format::{
 };
 use crate::index::{ChunkEntry, Index, manifest_hash};
 use crate::json::{Map, Value, map_set};
+use crate::names::NameTable;
 
 /// How chunks are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +44,8 @@ pub struct FoldWriter<W> {
     pos: u64,
     opts: WriteOptions,
     chunks: Vec<ChunkEntry>,
+    /// Positions of `chunks` by name: the duplicate-name check is O(1) per chunk.
+    names: NameTable,
 }
 
 impl<W: Write + Seek> FoldWriter<W> {
@@ -61,6 +64,7 @@ impl<W: Write + Seek> FoldWriter<W> {
             pos: u64::from(GLOBAL_HEADER_LEN),
             opts,
             chunks: Vec::new(),
+            names: NameTable::default(),
         })
     }
 
@@ -99,7 +103,7 @@ impl<W: Write + Seek> FoldWriter<W> {
             .ok()
             .filter(|c: &[u8; 4]| c.is_ascii())
             .ok_or_else(|| Error::InvalidCtype(ctype.to_owned()))?;
-        if self.chunks.iter().any(|c| c.name == name) {
+        if self.names.find(name, |p| &self.chunks[p].name).is_some() {
             return Err(Error::DuplicateName(name.to_owned()));
         }
         let too_large = |field, value: u64| Error::ChunkTooLarge {
@@ -154,6 +158,8 @@ impl<W: Write + Seek> FoldWriter<W> {
             ecc_len: u64::from(ecc_len),
         };
         self.pos += u64::from(CHUNK_HEADER_LEN) + comp_len + u64::from(ecc_len);
+        let chunks = &self.chunks;
+        let _ = self.names.insert(name, chunks.len(), |p| &chunks[p].name);
         self.chunks.push(entry);
         Ok(self
             .chunks

@@ -1,20 +1,18 @@
 //! `lineage`: dataset snapshot IDs and lineage commitments (spec 004) from the command line.
 //!
-//! A thin shell over the `lineage` crate: argument parsing, the progress bar, printing. Every
-//! failure is printed with the contract's failure code and exits with status 1 (2 for usage
-//! errors, as clap does).
-#![allow(
-    clippy::print_stdout,
-    clippy::print_stderr,
-    reason = "a CLI prints its results and errors"
-)]
+//! A thin shell over the `lineage` crate: argument parsing, the progress bar, printing, following
+//! docs/cli.md through `cli-support`. Every failure is printed with the contract's failure code
+//! and exits with status 1 (2 for usage errors, as clap does).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 use clap::{Args, Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use cli_support::output::{self, Access, Content, Destination, Force};
+use cli_support::run::GlobalArgs;
+use cli_support::say;
+use cli_support::terminal::Safe;
 use lineage::fs::{BuildOutcome, HashOptions, SymlinkPolicy, hash_tree, walk};
 use lineage::trace::{ErrorRecord, TraceRecord, replay_token};
 use lineage::{
@@ -29,10 +27,12 @@ use serde_json::json;
 /// definitions, the transform chain, the tenant and the version tag. The byte-level rules are in
 /// docs/lineage.md. Exit status: 0 success, 1 failure (the message starts with the contract's
 /// failure code, e.g. SPLIT_FRACTION_SUM), 2 usage error, 3 stopped by --stop-after (resume with
-/// the same --checkpoint).
+/// the same --checkpoint). Every command takes --json and --quiet; conventions: docs/cli.md.
 #[derive(Parser, Debug)]
-#[command(name = "lineage", version, about, long_about)]
+#[command(name = "lineage", version, long_about)]
 struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -44,9 +44,6 @@ enum Command {
     Snapshot {
         #[command(flatten)]
         snap: SnapshotArgs,
-        /// Print one JSON object keyed by the contract's names.
-        #[arg(long)]
-        json: bool,
     },
     /// Print which split each file (sample) of DIR goes to, in canonical path order.
     Split {
@@ -59,9 +56,6 @@ enum Command {
         /// Treat symlinks as files holding their target path instead of failing.
         #[arg(long)]
         symlinks_as_target_path: bool,
-        /// Print a JSON object {"splits": [...], "assignment": [{"path", "split"}, ...]}.
-        #[arg(long)]
-        json: bool,
     },
     /// Print data_access_plan_hash (world_size_policy "rank_contiguous_shard_v1",
     /// epoch_seed_rule "epoch_seed_rule_v2"). Every input is 64 hex digits.
@@ -78,9 +72,6 @@ enum Command {
         /// sampler_config_hash.
         #[arg(long)]
         sampler_config_hash: String,
-        /// Print a JSON object.
-        #[arg(long)]
-        json: bool,
     },
     /// Recompute the snapshot ID of DIR and exit 1 (SNAPSHOT_HASH_MISMATCH) unless it equals
     /// --expect. Takes the same inputs as `snapshot`.
@@ -90,9 +81,6 @@ enum Command {
         /// The expected dataset_snapshot_id (64 hex digits).
         #[arg(long)]
         expect: String,
-        /// Print a JSON object.
-        #[arg(long)]
-        json: bool,
     },
 }
 
@@ -114,8 +102,8 @@ struct SnapshotArgs {
     #[arg(long)]
     transforms: Option<PathBuf>,
     /// Checkpoint file: resumed from if it exists, updated while hashing, removed on success.
-    /// Keep it outside DIR (it would change the file list), and do not modify DIR's files while
-    /// a build is paused.
+    /// Keep it outside DIR (it would change the file list). A checkpoint is refused
+    /// (CHECKPOINT_MISMATCH) if any file it covers changed since it was hashed.
     #[arg(long)]
     checkpoint: Option<PathBuf>,
     /// Files between checkpoint writes.
@@ -131,9 +119,13 @@ struct SnapshotArgs {
     #[arg(long)]
     symlinks_as_target_path: bool,
     /// Write the lineage trace to FILE as a CBOR sequence (RFC 8742) of canonical maps:
-    /// run_header, one iter per file, run_end; or an error record on failure.
-    #[arg(long)]
+    /// run_header, one iter per file, run_end; or an error record on failure. Written atomically;
+    /// an existing FILE is refused without --force.
+    #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// Replace an existing --trace file.
+    #[command(flatten)]
+    force: Force,
     /// run_id for the replay token in trace records.
     #[arg(long, default_value = "lineage-cli")]
     run_id: String,
@@ -149,29 +141,16 @@ enum Outcome {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let json_mode = match &cli.command {
-        Command::Snapshot { json, .. }
-        | Command::Split { json, .. }
-        | Command::Plan { json, .. }
-        | Command::Verify { json, .. } => *json,
-    };
-    match run(cli.command) {
-        Ok(Outcome::Done) => ExitCode::SUCCESS,
-        Ok(Outcome::Stopped) => ExitCode::from(EXIT_STOPPED),
-        Err(e) => {
-            let code = e
-                .downcast_ref::<lineage::Error>()
-                .map_or("ERROR", |le| le.failure_code().as_str());
-            if json_mode {
-                println!(
-                    "{}",
-                    json!({"ok": false, "failure_code": code, "message": format!("{e:#}")})
-                );
-            }
-            eprintln!("lineage: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    cli.global.install();
+    let outcome = run(cli.command).map(|outcome| match outcome {
+        Outcome::Done => ExitCode::SUCCESS,
+        Outcome::Stopped => ExitCode::from(EXIT_STOPPED),
+    });
+    cli_support::run::finish("lineage", outcome, |error| {
+        error
+            .downcast_ref::<lineage::Error>()
+            .map(|le| le.failure_code().as_str().to_owned())
+    })
 }
 
 fn read_text(path: &Path) -> Result<String> {
@@ -202,12 +181,7 @@ fn hash_dir(a: &SnapshotArgs, file_hashes: &mut Vec<Digest>) -> Result<Option<Da
         stop_after_files: a.stop_after,
     };
     let total = u64::try_from(tree.len()).unwrap_or(u64::MAX);
-    // Hidden automatically when stderr is not a terminal.
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} files {msg} ({eta})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    let bar = cli_support::progress::items(total, "files", "hashing");
     let tracing = a.trace.is_some();
     let outcome = hash_tree(&tree, &opts, &mut |p| {
         if tracing {
@@ -222,19 +196,25 @@ fn hash_dir(a: &SnapshotArgs, file_hashes: &mut Vec<Digest>) -> Result<Option<Da
     Ok(match outcome {
         BuildOutcome::Complete(d) => Some(d),
         BuildOutcome::Stopped { cursor } => {
-            eprintln!(
+            cli_support::print::note(format!(
                 "lineage: stopped after {cursor} of {total} files; checkpoint written, rerun with the same --checkpoint to resume"
-            );
+            ));
             None
         }
     })
 }
 
 fn snapshot(a: &SnapshotArgs) -> Result<Option<Snapshot>> {
+    // An existing trace file without --force is refused before any byte is hashed.
+    let trace = a
+        .trace
+        .as_deref()
+        .map(|path| output::destination(path, a.force, Access::Shared, Content::Binary))
+        .transpose()?;
     let mut file_hashes = Vec::new();
     let result = snapshot_inner(a, &mut file_hashes);
-    if let Some(path) = &a.trace {
-        write_trace(path, a, &result, &file_hashes)?;
+    if let Some(trace) = trace {
+        write_trace(trace, a, &result, &file_hashes)?;
     }
     result
 }
@@ -257,7 +237,7 @@ fn snapshot_inner(a: &SnapshotArgs, file_hashes: &mut Vec<Digest>) -> Result<Opt
 /// record). Files hashed in an earlier, checkpointed run have no iter record here; `step` is
 /// their `sample_index` counted from the resumed cursor's end.
 fn write_trace(
-    path: &Path,
+    destination: Destination,
     a: &SnapshotArgs,
     result: &Result<Option<Snapshot>>,
     file_hashes: &[Digest],
@@ -300,7 +280,9 @@ fn write_trace(
             }
         }
     }
-    std::fs::write(path, out).with_context(|| format!("writing trace {}", path.display()))
+    let shown = destination.path().display().to_string();
+    output_file::write(destination, |file| std::io::Write::write_all(file, &out))
+        .with_context(|| format!("writing trace {shown}"))
 }
 
 fn snapshot_json(s: &Snapshot) -> serde_json::Value {
@@ -318,12 +300,12 @@ fn snapshot_json(s: &Snapshot) -> serde_json::Value {
 
 fn run(cmd: Command) -> Result<Outcome> {
     match cmd {
-        Command::Snapshot { snap, json } => {
+        Command::Snapshot { snap } => {
             let Some(s) = snapshot(&snap)? else {
                 return Ok(Outcome::Stopped);
             };
-            if json {
-                println!("{}", snapshot_json(&s));
+            if cli_support::run::mode().json {
+                say!("{}", snapshot_json(&s))?;
             } else {
                 for (k, v) in [
                     ("dataset_root_hash", s.dataset_root_hash.to_hex()),
@@ -338,7 +320,7 @@ fn run(cmd: Command) -> Result<Outcome> {
                         s.metrics.snapshot_size_bytes.to_string(),
                     ),
                 ] {
-                    println!("{k:<22}{v}");
+                    say!("{k:<22}{v}")?;
                 }
             }
             Ok(Outcome::Done)
@@ -347,26 +329,25 @@ fn run(cmd: Command) -> Result<Outcome> {
             dir,
             splits,
             symlinks_as_target_path,
-            json,
         } => {
             let defs = load_splits(Some(&splits))?;
             let tree = walk(&dir, policy(symlinks_as_target_path))?;
             let paths = tree.paths();
             let assign = defs.assign(u64::try_from(paths.len()).unwrap_or(u64::MAX));
             let names: Vec<&str> = defs.entries().iter().map(|d| d.name.as_str()).collect();
-            if json {
+            if cli_support::run::mode().json {
                 let rows: Vec<_> = paths
                     .iter()
                     .zip(&assign)
                     .map(|(p, &s)| json!({"path": p.as_str(), "split": names[s]}))
                     .collect();
-                println!(
+                say!(
                     "{}",
                     json!({"split_hashes": defs.split_hashes().to_hex(), "assignment": rows})
-                );
+                )?;
             } else {
                 for (p, &s) in paths.iter().zip(&assign) {
-                    println!("{}\t{}", names[s], p.as_str());
+                    say!("{}\t{}", Safe(names[s]), Safe(p.as_str()))?;
                 }
             }
             Ok(Outcome::Done)
@@ -376,7 +357,6 @@ fn run(cmd: Command) -> Result<Outcome> {
             manifest_hash,
             dataset_key,
             sampler_config_hash,
-            json,
         } => {
             let hex = |what: &str, s: &str| {
                 Digest::from_hex(s).with_context(|| format!("--{what} must be 64 hex digits"))
@@ -388,26 +368,26 @@ fn run(cmd: Command) -> Result<Outcome> {
                 sampler_config_hash: hex("sampler-config-hash", &sampler_config_hash)?,
             };
             let h = data_access_plan_hash(&p);
-            if json {
-                println!("{}", json!({"data_access_plan_hash": h.to_hex()}));
+            if cli_support::run::mode().json {
+                say!("{}", json!({"data_access_plan_hash": h.to_hex()}))?;
             } else {
-                println!("data_access_plan_hash {h}");
+                say!("data_access_plan_hash {h}")?;
             }
             Ok(Outcome::Done)
         }
-        Command::Verify { snap, expect, json } => {
+        Command::Verify { snap, expect } => {
             let expected = Digest::from_hex(&expect).context("--expect must be 64 hex digits")?;
             let Some(s) = snapshot(&snap)? else {
                 return Ok(Outcome::Stopped);
             };
             lineage::snapshot::verify_snapshot_id(expected, &s)?;
-            if json {
-                println!(
+            if cli_support::run::mode().json {
+                say!(
                     "{}",
                     json!({"ok": true, "dataset_snapshot_id": s.dataset_snapshot_id.to_hex()})
-                );
+                )?;
             } else {
-                println!("OK {}", s.dataset_snapshot_id);
+                say!("OK {}", s.dataset_snapshot_id)?;
             }
             Ok(Outcome::Done)
         }

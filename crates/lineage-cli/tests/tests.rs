@@ -187,7 +187,8 @@ fn invalid_splits_fail_with_their_code() {
     );
     assert_eq!(out.status.code(), Some(1));
     let got: Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(got["failure_code"], "SPLIT_FRACTION_SUM");
+    assert_eq!(got["ok"], false);
+    assert_eq!(got["error"]["code"], "SPLIT_FRACTION_SUM");
 }
 
 #[test]
@@ -254,5 +255,48 @@ fn trace_of_a_failed_run_is_one_error_record() {
     assert_eq!(
         m["failure_operator"],
         Value::text("UML_OS.Data.ValidateSnapshot_v1")
+    );
+}
+
+/// `verify --checkpoint` never says OK for files the checkpoint covers but that were replaced
+/// since: the resumed build refuses the checkpoint instead of reusing their old hashes.
+#[test]
+fn verify_refuses_a_checkpoint_whose_files_were_replaced() {
+    let d = setup();
+    let stop = lineage(
+        d.path(),
+        &[
+            &["snapshot"],
+            SNAP,
+            &["--checkpoint", "ck", "--stop-after", "2"],
+        ]
+        .concat(),
+    );
+    assert_eq!(stop.status.code(), Some(3));
+    // The two covered files (a.txt, b/c.bin) replaced by new files of the same length.
+    for (name, bytes) in [("a.txt", &b"HELLO"[..]), ("b/c.bin", &[9, 9, 9][..])] {
+        let fresh = d.path().join("fresh");
+        std::fs::write(&fresh, bytes).expect("write");
+        std::fs::rename(&fresh, d.path().join("data").join(name)).expect("rename");
+    }
+    let expect = golden()["expect"]["dataset_snapshot_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let out = lineage(
+        d.path(),
+        &[
+            &["verify"],
+            SNAP,
+            &["--checkpoint", "ck", "--expect", &expect],
+        ]
+        .concat(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).is_empty());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("CHECKPOINT_MISMATCH"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }

@@ -14,7 +14,33 @@ pub const DATASET_NODE_TAG: &str = "dataset_node_v1";
 /// Tag of the path-list hash a checkpoint binds (this implementation's, not the contract's).
 pub const CHECKPOINT_PATHS_TAG: &str = "dataset_paths_v1";
 /// Value of the `format` field of a checkpoint.
-pub const CHECKPOINT_FORMAT: &str = "lineage_snapshot_checkpoint_v1";
+pub const CHECKPOINT_FORMAT: &str = "lineage_snapshot_checkpoint_v2";
+/// Tag of the chain of file stamps a checkpoint binds (this implementation's).
+pub const CHECKPOINT_FILES_TAG: &str = "dataset_covered_files_v1";
+
+/// The `covered_files` chain before any file: SHA-256 of [`CHECKPOINT_FILES_TAG`].
+#[must_use]
+pub fn covered_files_start() -> Digest {
+    sha256(CHECKPOINT_FILES_TAG.as_bytes())
+}
+
+/// One step of the `covered_files` chain: `SHA-256(tag || previous || len(path) || path ||
+/// len(stamp) || stamp)`, lengths as u64 big-endian. A stamp says what state a file was in when
+/// it was hashed (natively: device, inode, size, modification and change times); the chain over
+/// the files a checkpoint covers lets a resumed build check, without rehashing them, that none of
+/// them changed since (docs/lineage.md §10).
+#[must_use]
+pub fn covered_files_step(previous: Digest, path: &RelPath, stamp: &[u8]) -> Digest {
+    let mut bytes =
+        Vec::with_capacity(CHECKPOINT_FILES_TAG.len() + 48 + path.0.len() + stamp.len());
+    bytes.extend_from_slice(CHECKPOINT_FILES_TAG.as_bytes());
+    bytes.extend_from_slice(&previous.0);
+    for part in [path.0.as_bytes(), stamp] {
+        bytes.extend_from_slice(&(part.len() as u64).to_be_bytes());
+        bytes.extend_from_slice(part);
+    }
+    sha256(&bytes)
+}
 
 /// A normalized POSIX relative path: UTF-8, `/`-separated, no empty, `.` or `..` segments, no
 /// leading slash, no NUL. Orders by its UTF-8 bytes.
@@ -151,6 +177,8 @@ pub struct DatasetBuilder {
     paths_hash: Digest,
     frontier: MerkleFrontier,
     size_bytes: u64,
+    /// The [`covered_files_step`] chain over the files pushed so far.
+    covered_files: Digest,
 }
 
 impl DatasetBuilder {
@@ -166,10 +194,14 @@ impl DatasetBuilder {
             paths_hash,
             frontier: MerkleFrontier::new(DATASET_NODE_TAG),
             size_bytes: 0,
+            covered_files: covered_files_start(),
         })
     }
 
     /// Resumes a build from `checkpoint`, which must have been taken over the same path list.
+    /// The files it covers are not checked here (this crate's core does no I/O): a caller that
+    /// reads files must check them against [`Checkpoint::covered_files`] first, as
+    /// `lineage::fs::hash_tree` does.
     ///
     /// # Errors
     /// [`Error::CheckpointMismatch`] if the tree changed or the cursor is out of range, plus
@@ -209,6 +241,7 @@ impl DatasetBuilder {
             checkpoint.cursor,
         );
         b.size_bytes = checkpoint.size_bytes;
+        b.covered_files = checkpoint.covered_files;
         Ok(b)
     }
 
@@ -230,11 +263,18 @@ impl DatasetBuilder {
         self.paths.get(self.cursor())
     }
 
-    /// Pushes the SHA-256 and size of the file at [`next_path`](Self::next_path). Pushes past
-    /// the end are ignored.
+    /// Pushes the SHA-256 and size of the file at [`next_path`](Self::next_path), with an empty
+    /// stamp (bytes in memory have no file state to bind). Pushes past the end are ignored.
     pub fn push(&mut self, file_hash: Digest, size: u64) {
+        self.push_stamped(file_hash, size, &[]);
+    }
+
+    /// [`push`](Self::push), recording `stamp` (the file's state when it was hashed) in the
+    /// checkpoint's `covered_files` chain ([`covered_files_step`]).
+    pub fn push_stamped(&mut self, file_hash: Digest, size: u64, stamp: &[u8]) {
         if let Some(path) = self.next_path() {
             let leaf = dataset_leaf_hash(path, file_hash);
+            self.covered_files = covered_files_step(self.covered_files, path, stamp);
             self.frontier.push(leaf);
             self.size_bytes = self.size_bytes.saturating_add(size);
         }
@@ -248,6 +288,7 @@ impl DatasetBuilder {
             cursor: self.frontier.count(),
             pending: self.frontier.pending().to_vec(),
             size_bytes: self.size_bytes,
+            covered_files: self.covered_files,
         }
     }
 
@@ -289,6 +330,10 @@ pub struct Checkpoint {
     pub pending: Vec<Option<Digest>>,
     /// Bytes hashed so far.
     pub size_bytes: u64,
+    /// The [`covered_files_step`] chain over the `cursor` files already hashed: binds the
+    /// checkpoint to the state those files were in, so a resumed build refuses it if any of them
+    /// changed instead of vouching for bytes it did not hash.
+    pub covered_files: Digest,
 }
 
 impl Checkpoint {
@@ -309,6 +354,7 @@ impl Checkpoint {
                 ),
             ),
             ("snapshot_size_bytes", Value::Unsigned(self.size_bytes)),
+            ("covered_files", self.covered_files.to_cbor()),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
@@ -328,7 +374,7 @@ impl Checkpoint {
         let Value::Map(map) = cbor::decode(bytes)? else {
             return Err(shape());
         };
-        if map.len() != 5 || map.get("format") != Some(&Value::text(CHECKPOINT_FORMAT)) {
+        if map.len() != 6 || map.get("format") != Some(&Value::text(CHECKPOINT_FORMAT)) {
             return Err(shape());
         }
         let digest = |v: &Value| match v {
@@ -340,6 +386,10 @@ impl Checkpoint {
             _ => None,
         };
         let paths_hash = map.get("paths_hash").and_then(digest).ok_or_else(shape)?;
+        let covered_files = map
+            .get("covered_files")
+            .and_then(digest)
+            .ok_or_else(shape)?;
         let cursor = uint("cursor").ok_or_else(shape)?;
         let size_bytes = uint("snapshot_size_bytes").ok_or_else(shape)?;
         let Some(Value::Array(items)) = map.get("pending") else {
@@ -357,6 +407,7 @@ impl Checkpoint {
             cursor,
             pending,
             size_bytes,
+            covered_files,
         })
     }
 }

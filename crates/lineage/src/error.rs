@@ -305,6 +305,14 @@ pub enum Error {
         /// What differs.
         reason: &'static str,
     },
+    /// A file changed while the snapshot was taken (it must be taken over files at rest).
+    #[error("IO: {path:?}: {reason}")]
+    FileChanged {
+        /// Relative path.
+        path: String,
+        /// What changed (a fixed sentence).
+        reason: &'static str,
+    },
     /// An I/O failure while reading the dataset or writing a checkpoint.
     #[error("IO: {path}: {source}")]
     Io {
@@ -322,7 +330,10 @@ impl Error {
     pub const fn operator(&self) -> &'static str {
         use crate::snapshot::{OP_BUILD, OP_COMPUTE_LINEAGE, OP_VALIDATE};
         match self {
-            Self::Io { .. } | Self::Cbor { .. } | Self::CheckpointMismatch { .. } => OP_BUILD,
+            Self::Io { .. }
+            | Self::FileChanged { .. }
+            | Self::Cbor { .. }
+            | Self::CheckpointMismatch { .. } => OP_BUILD,
             Self::CrossTenantReference { .. }
             | Self::MissingLineageRef { .. }
             | Self::InvalidLineageSet { .. } => OP_COMPUTE_LINEAGE,
@@ -353,7 +364,7 @@ impl Error {
             Self::SnapshotHashMismatch { .. } => FailureCode::SnapshotHashMismatch,
             Self::Cbor { .. } => FailureCode::MalformedCbor,
             Self::CheckpointMismatch { .. } => FailureCode::CheckpointMismatch,
-            Self::Io { .. } => FailureCode::Io,
+            Self::Io { .. } | Self::FileChanged { .. } => FailureCode::Io,
         }
     }
 }

@@ -49,6 +49,14 @@ mod native {
         /// Read the whole file into memory once: immune to concurrent writers and truncation, at
         /// the cost of reading everything up front.
         Copy,
+        /// Copy the file into an anonymous temporary file (unlinked at once: no other program can
+        /// open it by name) and map the copy: immune to concurrent writers and truncation like
+        /// [`Mode::Copy`], but the bytes live in the page cache, not in the process's memory, so
+        /// a file of any size can be held still. The copy goes next to the file when that
+        /// directory is writable (where a copy-on-write filesystem shares its blocks), else to the
+        /// system's temporary directory. For inputs checked against a signature: the bytes used
+        /// are then the bytes verified, whatever another program does to the file meanwhile.
+        Snapshot,
     }
 
     enum Bytes {
@@ -70,6 +78,39 @@ mod native {
         }
     }
 
+    /// Opens `path` for reading without blocking (a FIFO would otherwise wait for a writer) and
+    /// checks that what was opened is a regular file.
+    fn open_regular(path: &Path) -> std::io::Result<File> {
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            // O_NONBLOCK changes nothing for a regular file; it makes opening a FIFO return at once.
+            options.custom_flags(libc::O_NONBLOCK);
+        }
+        let file = options.open(path)?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(not_regular(Some(path), &meta));
+        }
+        Ok(file)
+    }
+
+    /// The error for something that is not a regular file, saying what it is.
+    fn not_regular(path: Option<&Path>, meta: &std::fs::Metadata) -> std::io::Error {
+        let what = if meta.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file (a device, FIFO or socket)"
+        };
+        let message = match path {
+            Some(path) => format!("{} is {what}", path.display()),
+            None => format!("the file is {what}"),
+        };
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, message)
+    }
+
     impl MappedFile {
         /// Maps `path` read-only.
         ///
@@ -85,17 +126,43 @@ mod native {
         /// # Errors
         /// Whatever opening, reading or mapping the file reports.
         pub fn open_with(path: impl AsRef<Path>, mode: Mode) -> std::io::Result<Self> {
-            let file = File::open(path)?;
+            let path = path.as_ref();
+            let file = open_regular(path)?;
+            if mode == Mode::Snapshot {
+                return Self::snapshot(file, path.parent());
+            }
             Self::from_file(&file, mode)
         }
 
-        /// The bytes of an open file, with the given [`Mode`].
+        /// [`Mode::Snapshot`] of `file`, whose directory is `dir`.
+        fn snapshot(mut file: File, dir: Option<&Path>) -> std::io::Result<Self> {
+            let meta = file.metadata()?;
+            if !meta.is_file() {
+                return Err(not_regular(None, &meta));
+            }
+            let dir = dir
+                .filter(|dir| !dir.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let mut copy = tempfile::tempfile_in(dir).or_else(|_| tempfile::tempfile())?;
+            // `io::copy` between files uses copy_file_range on Linux (a reflink where the
+            // filesystem can). A file that changes while copied gives a copy that fails whatever
+            // check it is made for, never a copy that changes afterwards.
+            std::io::copy(&mut file, &mut copy)?;
+            Self::from_file(&copy, Mode::Map)
+        }
+
+        /// The bytes of an open file, with the given [`Mode`]. The file must be a regular file
+        /// (a device such as `/dev/zero` would be read without end, a FIFO would block).
         ///
         /// # Errors
         /// Whatever reading or mapping the file reports.
         #[allow(unsafe_code, reason = "the crate's one mmap call; see SAFETY below")]
         pub fn from_file(file: &File, mode: Mode) -> std::io::Result<Self> {
-            let len = file.metadata()?.len();
+            let meta = file.metadata()?;
+            if !meta.is_file() {
+                return Err(not_regular(None, &meta));
+            }
+            let len = meta.len();
             if len == 0 || mode == Mode::Copy {
                 let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
                 (&*file).read_to_end(&mut bytes)?;
@@ -116,7 +183,8 @@ mod native {
             })
         }
 
-        /// Whether the bytes are a memory map (false for [`Mode::Copy`] and empty files).
+        /// Whether the bytes are a memory map (false for [`Mode::Copy`] and empty files; a
+        /// [`Mode::Snapshot`] maps its private copy).
         #[must_use]
         pub fn is_mapped(&self) -> bool {
             matches!(self.bytes, Bytes::Mapped(_))
@@ -221,6 +289,51 @@ mod tests {
         let mapped = MappedFile::open(file.path()).unwrap();
         assert!(mapped.is_empty());
         assert!(!mapped.is_mapped());
+    }
+
+    /// Inputs that are not regular files are refused by name, at once: a directory, a device that
+    /// would be read without end (`/dev/zero`), a FIFO that would block until a writer comes.
+    #[cfg(unix)]
+    #[test]
+    fn directories_devices_and_fifos_are_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = MappedFile::open(dir.path()).unwrap_err();
+        assert!(error.to_string().contains("is a directory"), "{error}");
+        let error = MappedFile::open("/dev/zero").unwrap_err();
+        assert!(error.to_string().contains("not a regular file"), "{error}");
+        let fifo = dir.path().join("input.ald");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let error = MappedFile::open(&fifo).unwrap_err();
+        assert!(error.to_string().contains("not a regular file"), "{error}");
+        let null = std::fs::File::open("/dev/null").unwrap();
+        let error = MappedFile::from_file(&null, Mode::Copy).unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
+    }
+
+    /// A snapshot keeps the bytes it was opened with, even when the file is then rewritten in
+    /// place (which a mapping of the file itself would show).
+    #[test]
+    fn a_snapshot_does_not_see_writes_made_in_place() {
+        use std::io::{Seek as _, SeekFrom};
+        let file = file_with(&[1u8; 10_000]);
+        let snapshot = MappedFile::open_with(file.path(), Mode::Snapshot).unwrap();
+        let mapped = MappedFile::open(file.path()).unwrap();
+        let mut writer = std::fs::OpenOptions::new()
+            .write(true)
+            .open(file.path())
+            .unwrap();
+        writer.seek(SeekFrom::Start(5000)).unwrap();
+        writer.write_all(&[9u8; 100]).unwrap();
+        writer.flush().unwrap();
+        assert_eq!(mapped[5000], 9, "the shared mapping shows the write");
+        assert!(snapshot.iter().all(|&b| b == 1), "the snapshot does not");
+        assert_eq!(snapshot.len(), 10_000);
     }
 
     #[test]

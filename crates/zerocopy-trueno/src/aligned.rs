@@ -148,9 +148,9 @@ impl<B: AsRef<[u8]>> AlignedTensors<B> {
     /// # Errors
     /// The envelope's errors (`InvalidFormat`, `ChecksumMismatch`, ...); `Usage` for a file
     /// without TRUENO_NATIVE, or an encrypted one (which has no zero-copy form: decrypt it with
-    /// the format crate's in-memory loader); `InvalidFormat` for an index that breaks a rule or
-    /// points outside the payload, or a STREAMING dataset of more than one chunk (docs/zerocopy.md
-    /// §10.1).
+    /// the format crate's in-memory loader); `InvalidFormat` for an index that breaks a rule, a
+    /// payload that is not exactly the tensors and the zero padding between them, or a STREAMING
+    /// dataset of more than one chunk (docs/zerocopy.md §10.1).
     pub fn open(bytes: B, format: Format, integrity: Integrity) -> Result<Self> {
         let envelope = match integrity {
             Integrity::AtOpen => Envelope::parse(bytes, format)?,
@@ -186,11 +186,19 @@ impl<B: AsRef<[u8]>> AlignedTensors<B> {
                 "the payload does not start on a 64-byte boundary",
             ));
         }
-        if index.payload_len() > payload.len {
-            return Err(malformed("a tensor lies beyond the end of the payload"));
-        }
         let payload_offset = usize::try_from(payload.offset)
             .map_err(|_| Error::InvalidArgument("payload beyond memory"))?;
+        // The payload is exactly the tensors and the zero padding between them: every byte is
+        // then covered by a tensor's CRC-32C or known to be zero (docs/zerocopy.md §2).
+        let payload_bytes = usize::try_from(payload.len)
+            .ok()
+            .and_then(|len| {
+                envelope
+                    .as_bytes()
+                    .get(payload_offset..payload_offset.checked_add(len)?)
+            })
+            .ok_or(Error::InvalidArgument("payload beyond memory"))?;
+        index.check_payload(payload_bytes)?;
         let checked = (0..index.len()).map(|_| OnceLock::new()).collect();
         Ok(Self {
             envelope,

@@ -162,15 +162,20 @@ impl TensorIndex {
     ///
     /// # Errors
     /// `InvalidFormat` (`MalformedBlock`) for any rule of `docs/zerocopy.md` §2 the entries break
-    /// (duplicate names, misaligned or overlapping ranges, sizes that disagree with shape and
-    /// strides, ...).
+    /// (duplicate names, misaligned, overlapping or loosely packed ranges, sizes that disagree
+    /// with shape and strides, ...).
     pub fn new(entries: Vec<TensorEntry>) -> Result<Self> {
         let mut by_name = HashMap::with_capacity(entries.len());
         let mut end = 0u64;
         for (position, entry) in entries.iter().enumerate() {
             validate_entry(entry)?;
-            if entry.offset < end {
-                return Err(malformed("tensors are not in offset order or overlap"));
+            // Packed: each tensor at the first 64-byte boundary at or after the previous one's
+            // end, so the padding between tensors is under 64 bytes and checking that it is zero
+            // costs O(tensors), whatever the payload's size.
+            if Some(entry.offset) != end.checked_next_multiple_of(ALIGNMENT) {
+                return Err(malformed(
+                    "a tensor does not start at the first 64-byte boundary after the previous one",
+                ));
             }
             end = entry.offset + entry.size_bytes;
             if by_name.insert(entry.name.clone(), position).is_some() {
@@ -216,6 +221,50 @@ impl TensorIndex {
         self.entries
             .last()
             .map_or(0, |entry| entry.offset + entry.size_bytes)
+    }
+
+    /// The padding after tensor `position`: the bytes between its end and the next tensor's
+    /// start (under 64 of them), empty after the last one.
+    #[must_use]
+    pub fn padding_after(&self, position: usize) -> core::ops::Range<u64> {
+        let Some(entry) = self.entries.get(position) else {
+            return 0..0;
+        };
+        let end = entry.offset + entry.size_bytes;
+        let next = self
+            .entries
+            .get(position + 1)
+            .map_or(end, |next| next.offset);
+        end..next
+    }
+
+    /// Checks that `payload` is exactly what this index lays out: `payload_len` bytes long, with
+    /// zero bytes between the tensors (docs/zerocopy.md §2). The tensors' own bytes are covered by
+    /// their CRC-32C; this covers every other byte, so none goes unchecked. Reads under 64 bytes
+    /// per tensor.
+    ///
+    /// # Errors
+    /// `InvalidFormat`: `SizeMismatch` for a payload of another length; `MalformedBlock` for a
+    /// non-zero padding byte.
+    pub fn check_payload(&self, payload: &[u8]) -> Result<()> {
+        if payload.len() as u64 != self.payload_len() {
+            return Err(envelope_core::FormatError::SizeMismatch {
+                what: "payload length against the end of the last tensor in the tensor index",
+                declared: self.payload_len(),
+                found: payload.len() as u64,
+            }
+            .into());
+        }
+        for position in 0..self.entries.len() {
+            let range = self.padding_after(position);
+            // In range: the padding lies between two tensors of a payload of payload_len bytes.
+            let start = usize::try_from(range.start).unwrap_or(usize::MAX);
+            let end = usize::try_from(range.end).unwrap_or(usize::MAX);
+            if !payload.get(start..end).is_some_and(is_zero) {
+                return Err(malformed("non-zero padding between tensors"));
+            }
+        }
+        Ok(())
     }
 
     /// Lays out tensors of the given names, types and shapes one after the other, each at the next
@@ -367,6 +416,11 @@ impl TensorIndex {
         }
         Self::new(entries)
     }
+}
+
+/// Whether every byte is zero.
+fn is_zero(bytes: &[u8]) -> bool {
+    bytes.iter().all(|&byte| byte == 0)
 }
 
 fn validate_entry(entry: &TensorEntry) -> Result<()> {

@@ -1,7 +1,7 @@
 //! Aligned files end to end: every element type and odd shapes through a memory map and through
 //! an unaligned in-memory buffer, integrity modes, corruption sweeps, chunked files, trueno.
 
-use envelope_core::{Envelope, EnvelopeParts, Format, Signal};
+use envelope_core::{Envelope, EnvelopeParts, Format, Payload, Signal};
 use half::{bf16, f16};
 use zerocopy_trueno::{
     ALIGNMENT, AlignedTensors, BackendHint, DType, Integrity, MappedTensors, TensorIndex,
@@ -277,6 +277,89 @@ fn no_bit_flip_yields_wrong_tensor_data() {
     for len in 0..bytes.len() {
         assert!(AlignedTensors::open(&bytes[..len], Format::Model, Integrity::PerTensor).is_err());
     }
+}
+
+/// Every payload byte is a tensor's (covered by its CRC-32C) or padding between tensors, which
+/// must be zero, and the payload ends with the last tensor. The files here are written with every
+/// checksum valid (as an attacker would recompute them), so only these rules can refuse them.
+#[test]
+fn fail_non_zero_padding_and_bytes_after_the_last_tensor_are_refused() {
+    let samples = [sample("a", DType::F32, &[3]), sample("b", DType::U8, &[5])];
+    let tensors: Vec<&[u8]> = samples.iter().map(|s| s.bytes.as_slice()).collect();
+    let index = || {
+        TensorIndex::plan(
+            samples
+                .iter()
+                .map(|s| (s.name, s.dtype, s.shape.as_slice())),
+            BackendHint::Auto,
+        )
+        .unwrap()
+    };
+    let stored = |parts: &mut EnvelopeParts<'_>| match &mut parts.payload {
+        Payload::Whole { stored, .. } | Payload::Chunked { stored, .. } => stored.to_mut().clone(),
+    };
+    let refused = |bytes: &[u8], what: &str| {
+        Envelope::parse(bytes, Format::Model).expect("every checksum holds");
+        for integrity in [Integrity::PerTensor, Integrity::AtOpen, Integrity::Trusted] {
+            let error = AlignedTensors::open(bytes, Format::Model, integrity).unwrap_err();
+            assert_eq!(error.signal(), Signal::InvalidFormat, "{error}");
+            assert!(error.to_string().contains(what), "{error}");
+        }
+    };
+    for chunk_bytes in [None, Some(1)] {
+        let parts = aligned_parts(
+            EnvelopeParts::new(Format::Model, 1),
+            index(),
+            &tensors,
+            chunk_bytes,
+        )
+        .unwrap();
+        let mut padded = parts.clone();
+        let mut payload = stored(&mut padded);
+        assert_eq!(payload[12..64], [0; 52]);
+        payload[40] = 1;
+        match &mut padded.payload {
+            Payload::Whole { stored, .. } | Payload::Chunked { stored, .. } => {
+                *stored = payload.into();
+            }
+        }
+        refused(
+            &padded.to_bytes().unwrap(),
+            "non-zero padding between tensors",
+        );
+        assert!(
+            AlignedTensors::open(
+                &parts.to_bytes().unwrap()[..],
+                Format::Model,
+                Integrity::AtOpen
+            )
+            .is_ok()
+        );
+    }
+    // Bytes past the last tensor, even zeros, are not part of the layout.
+    let mut longer = aligned_parts(
+        EnvelopeParts::new(Format::Model, 1),
+        index(),
+        &tensors,
+        None,
+    )
+    .unwrap();
+    let mut payload = stored(&mut longer);
+    payload.extend_from_slice(&[0; 64]);
+    longer.payload = Payload::Whole {
+        uncompressed_size: payload.len() as u64,
+        stored: payload.into(),
+    };
+    refused(&longer.to_bytes().unwrap(), "end of the last tensor");
+    // Tensors are packed: each at the first 64-byte boundary after the previous one, so padding
+    // stays under 64 bytes per tensor and checking it costs nothing that grows with the payload.
+    let mut loose = index().entries().to_vec();
+    loose[1].offset += ALIGNMENT;
+    let error = TensorIndex::new(loose).unwrap_err();
+    assert!(
+        error.to_string().contains("first 64-byte boundary"),
+        "{error}"
+    );
 }
 
 /// TRUENO_NATIVE + STREAMING: whole tensors grouped into chunks, still aligned and zero-copy.

@@ -21,11 +21,17 @@ fn not_displayable(field: &arrow_schema::Field, format: &'static str) -> Error {
     }
 }
 
-/// Writes `batch` as an aligned text table with a header line; nulls print as `null`.
+/// Writes `batch` as an aligned text table with a header line; nulls print as `null`. Every
+/// column name and cell goes through `escape` first: a table printed on a terminal must not let a
+/// value drive it (the CLI passes its terminal escaper); newlines are always shown as `\n`.
 ///
 /// # Errors
 /// `Io` from `out`.
-pub fn write_text_table(batch: &RecordBatch, out: &mut impl Write) -> Result<()> {
+pub fn write_text_table(
+    batch: &RecordBatch,
+    out: &mut impl Write,
+    escape: &dyn Fn(&str) -> std::borrow::Cow<'_, str>,
+) -> Result<()> {
     let options = FormatOptions::default().with_null("null");
     let schema = batch.schema();
     let formatters = batch
@@ -42,14 +48,14 @@ pub fn write_text_table(batch: &RecordBatch, out: &mut impl Write) -> Result<()>
             .schema()
             .fields()
             .iter()
-            .map(|field| field.name().clone())
+            .map(|field| escape(field.name()).into_owned())
             .collect(),
     ];
     for row in 0..batch.num_rows() {
         rows.push(
             formatters
                 .iter()
-                .map(|formatter| cut(formatter.value(row).to_string()))
+                .map(|formatter| cut(&escape(&formatter.value(row).to_string())))
                 .collect(),
         );
     }
@@ -72,7 +78,8 @@ pub fn write_text_table(batch: &RecordBatch, out: &mut impl Write) -> Result<()>
     Ok(())
 }
 
-fn cut(mut cell: String) -> String {
+fn cut(cell: &str) -> String {
+    let mut cell = cell.to_owned();
     if let Some((at, _)) = cell.char_indices().nth(MAX_CELL_CHARS) {
         cell.truncate(at);
         cell.push('…');

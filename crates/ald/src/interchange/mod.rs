@@ -33,7 +33,7 @@ mod parquet_pages;
 mod schema_text;
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
@@ -41,6 +41,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::{ArrowError, SchemaRef};
 use bytes::Bytes;
+use envelope_core::fs::Destination;
 use envelope_core::{Error, FormatError, Result};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
@@ -531,9 +532,9 @@ impl parquet::file::reader::ChunkReader for ParquetInput {
 ///
 /// # Errors
 /// `Usage` for a schema the format cannot hold (nested columns in CSV), before anything is
-/// written; the writer's errors; `Io`.
+/// written; the writer's errors; `Io` (a closed pipe stays `BrokenPipe`).
 fn write_foreign(
-    path: &Path,
+    destination: Destination,
     kind: FileKind,
     schema: &SchemaRef,
     feed: impl FnOnce(&mut dyn FnMut(&RecordBatch) -> Result<()>) -> Result<()>,
@@ -542,57 +543,92 @@ fn write_foreign(
     if kind == FileKind::Csv {
         check_flat(schema)?;
     }
-    envelope_core::fs::write_atomic(path, |out: &mut BufWriter<&File>| {
-        match kind {
-            FileKind::Csv => {
-                let mut wrote_batch = false;
-                {
-                    let mut writer = arrow_csv::WriterBuilder::new()
-                        .with_header(true)
-                        .build(&mut *out);
-                    feed(&mut |batch| {
-                        wrote_batch = true;
-                        writer.write(batch).map_err(wrap)
-                    })?;
+    envelope_core::fs::write_atomic(destination, |file: &mut envelope_core::fs::Writer| {
+        let mut sink = KindKeeping {
+            inner: file,
+            failed: None,
+        };
+        let written = (|| -> Result<()> {
+            let out = &mut sink;
+            match kind {
+                FileKind::Csv => {
+                    let mut wrote_batch = false;
+                    {
+                        let mut writer = arrow_csv::WriterBuilder::new()
+                            .with_header(true)
+                            .build(&mut *out);
+                        feed(&mut |batch| {
+                            wrote_batch = true;
+                            writer.write(batch).map_err(wrap)
+                        })?;
+                    }
+                    if !wrote_batch {
+                        // arrow-csv writes the header with the first batch; an empty table still
+                        // gets its header line.
+                        let names: Vec<&str> =
+                            schema.fields().iter().map(|f| f.name().as_str()).collect();
+                        writeln!(out, "{}", names.join(","))?;
+                    }
                 }
-                if !wrote_batch {
-                    // arrow-csv writes the header with the first batch; an empty table still
-                    // gets its header line.
-                    let names: Vec<&str> =
-                        schema.fields().iter().map(|f| f.name().as_str()).collect();
-                    writeln!(out, "{}", names.join(","))?;
+                FileKind::Jsonl => {
+                    let mut writer = arrow_json::WriterBuilder::new()
+                        .with_explicit_nulls(true)
+                        .with_encoder_factory(json_out::factory())
+                        .build::<_, arrow_json::writer::LineDelimited>(&mut *out);
+                    feed(&mut |batch| writer.write(batch).map_err(wrap))?;
+                    writer.finish().map_err(wrap)?;
+                }
+                FileKind::Parquet => parquet_out::write(&mut *out, schema, feed)?,
+                FileKind::ArrowIpc => {
+                    let mut writer =
+                        arrow_ipc::writer::FileWriter::try_new(&mut *out, schema).map_err(wrap)?;
+                    feed(&mut |batch| writer.write(batch).map_err(wrap))?;
+                    writer.finish().map_err(wrap)?;
+                }
+                FileKind::ArrowStream => {
+                    let mut writer = arrow_ipc::writer::StreamWriter::try_new(&mut *out, schema)
+                        .map_err(wrap)?;
+                    feed(&mut |batch| writer.write(batch).map_err(wrap))?;
+                    writer.finish().map_err(wrap)?;
+                }
+                FileKind::Ald => {
+                    return Err(Error::InvalidArgument(
+                        "an .ald output is written by save or StreamingWriter",
+                    ));
                 }
             }
-            FileKind::Jsonl => {
-                let mut writer = arrow_json::WriterBuilder::new()
-                    .with_explicit_nulls(true)
-                    .with_encoder_factory(json_out::factory())
-                    .build::<_, arrow_json::writer::LineDelimited>(&mut *out);
-                feed(&mut |batch| writer.write(batch).map_err(wrap))?;
-                writer.finish().map_err(wrap)?;
-            }
-            FileKind::Parquet => parquet_out::write(&mut *out, schema, feed)?,
-            FileKind::ArrowIpc => {
-                let mut writer =
-                    arrow_ipc::writer::FileWriter::try_new(&mut *out, schema).map_err(wrap)?;
-                feed(&mut |batch| writer.write(batch).map_err(wrap))?;
-                writer.finish().map_err(wrap)?;
-            }
-            FileKind::ArrowStream => {
-                let mut writer =
-                    arrow_ipc::writer::StreamWriter::try_new(&mut *out, schema).map_err(wrap)?;
-                feed(&mut |batch| writer.write(batch).map_err(wrap))?;
-                writer.finish().map_err(wrap)?;
-            }
-            FileKind::Ald => {
-                return Err(Error::InvalidArgument(
-                    "an .ald output is written by save or StreamingWriter",
-                ));
-            }
+            out.flush()?;
+            Ok(())
+        })();
+        // The Arrow writers report I/O failures as text; a closed pipe must stay one, so that a
+        // reader that stopped early (`convert -o - | head`) ends the command quietly.
+        match (written, sink.failed) {
+            (Err(_), Some(std::io::ErrorKind::BrokenPipe)) => Err(Error::Io(std::io::Error::from(
+                std::io::ErrorKind::BrokenPipe,
+            ))),
+            (written, _) => written,
         }
-        out.flush()?;
-        Ok(())
     })
+}
+
+/// A writer that remembers the kind of its last failed write.
+struct KindKeeping<'w, W: Write> {
+    inner: &'w mut W,
+    failed: Option<std::io::ErrorKind>,
+}
+
+impl<W: Write> Write for KindKeeping<'_, W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.inner
+            .write(bytes)
+            .inspect_err(|error| self.failed = Some(error.kind()))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner
+            .flush()
+            .inspect_err(|error| self.failed = Some(error.kind()))
+    }
 }
 
 /// `Usage` naming the first nested column: CSV holds one flat value per field (pyarrow's and
@@ -613,17 +649,17 @@ fn check_flat(schema: &SchemaRef) -> Result<()> {
     }
 }
 
-/// Writes `dataset` to the interchange file `path` (kind by extension), atomically.
+/// Writes `dataset` to the interchange file `destination` (kind by extension), atomically.
 ///
 /// # Errors
 /// `Usage` for an unknown extension or a schema the format cannot hold; `Io`.
-pub fn write_file(path: impl AsRef<Path>, dataset: &ArrowDataset) -> Result<()> {
-    let path = path.as_ref();
-    let kind = FileKind::of(path)?;
+pub fn write_file(destination: impl Into<Destination>, dataset: &ArrowDataset) -> Result<()> {
+    let destination = destination.into();
+    let kind = FileKind::of(destination.path())?;
     if kind == FileKind::Ald {
-        return crate::fs::save(path, dataset, &SaveOptions::default());
+        return crate::fs::save(destination, dataset, &SaveOptions::default());
     }
-    write_foreign(path, kind, dataset.schema(), |write| {
+    write_foreign(destination, kind, dataset.schema(), |write| {
         dataset.batches().iter().try_for_each(write)
     })
 }
@@ -640,12 +676,29 @@ pub type Progress<'p> = &'p mut dyn FnMut(u64);
 /// writing.
 pub fn convert(
     source: &Source<'_>,
-    output: impl AsRef<Path>,
+    output: impl Into<Destination>,
     save: &SaveOptions,
     progress: Progress<'_>,
 ) -> Result<u64> {
-    let output = output.as_ref();
-    let kind = FileKind::of(output)?;
+    let output = output.into();
+    let kind = FileKind::of(output.path())?;
+    convert_as(source, output, kind, save, progress)
+}
+
+/// [`convert`] to an output of the given `kind`, whatever its name says (standard output, a FIFO).
+///
+/// # Errors
+/// As [`convert`].
+pub fn convert_as(
+    source: &Source<'_>,
+    output: impl Into<Destination>,
+    kind: FileKind,
+    save: &SaveOptions,
+    progress: Progress<'_>,
+) -> Result<u64> {
+    let output = output.into();
+    // Refuse an output that may not be written before reading a single row.
+    output.check()?;
     let mut rows = 0u64;
     match kind {
         FileKind::Ald if save.chunk_rows.is_some() => {

@@ -4,14 +4,25 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use cli_support::run::GlobalArgs;
 use envelope_cli::dataset::{self, ConvertArgs, HeadArgs, SchemaArgs};
-use envelope_cli::finish;
 use envelope_cli::security::{self, KeyOptions, SecurityCommand, Tool};
+use envelope_cli::{LimitArgs, finish};
 
-/// Work with `.ald` datasets: Arrow tables in a verified, optionally encrypted and signed file.
+/// Create, inspect, protect and read .ald datasets: Arrow tables in one file that proves where it
+/// came from (Ed25519), who may open it (AES-256-GCM) and that not one bit changed (CRC32).
+///
+/// Every command takes --json (one JSON document on stdout) and --quiet. Outputs are written
+/// atomically and never replace an existing file without --force. Exit status: 0 success,
+/// 1 failure (the message starts with the check that failed: InvalidFormat, ChecksumMismatch,
+/// SignatureInvalid, ...), 2 usage. Conventions: docs/cli.md.
 #[derive(Parser)]
-#[command(version, about, long_about = None)]
+#[command(name = "alimentar", version, long_about)]
 struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(flatten)]
+    limits: LimitArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -30,9 +41,6 @@ enum Command {
     Info {
         /// The .ald file.
         file: PathBuf,
-        /// Print one JSON object instead of text (with a `dataset` member).
-        #[arg(long)]
-        json: bool,
         /// Check every byte: the whole-file CRC32 and every aligned array's CRC-32C.
         #[arg(long)]
         verify: bool,
@@ -42,12 +50,14 @@ enum Command {
     /// Convert between .csv, .jsonl, .parquet, .arrow (Arrow IPC file) and .ald, by extension.
     ///
     /// Rows move in batches; with --streaming the .ald output is written one row group at a time,
-    /// so any input size converts in bounded memory. Every output is written atomically. CSV and
-    /// JSONL column types are inferred unless --schema gives them. Exits non-zero naming the
-    /// Andon signal (InvalidFormat, ChecksumMismatch, ...) if an .ald input fails a check.
+    /// so any input size converts in bounded memory. The output is written atomically and an
+    /// existing one is refused unless --force. CSV and JSONL column types are inferred unless
+    /// --schema gives them. Exits non-zero naming the Andon signal (InvalidFormat,
+    /// ChecksumMismatch, ...) if an .ald input fails a check.
     Convert(ConvertArgs),
     /// Print the first rows of a dataset (only the row groups holding them are read and
-    /// decoded). Encrypted files need --password / --key; --trusted-keys requires a signature.
+    /// decoded); --json prints an array of row objects. Encrypted files need --password / --key;
+    /// --trusted-keys requires a signature.
     Head(HeadArgs),
     /// Print a dataset's columns: name, Arrow type, nullability. For .ald files only the schema
     /// section is read, after the checks that precede it (the CRC32, or for a STREAMING file the
@@ -59,13 +69,11 @@ enum Command {
 
 fn main() -> ExitCode {
     let tool = Tool::ALIMENTAR;
-    let outcome = match Cli::parse().command {
-        Command::Info {
-            file,
-            json,
-            verify,
-            keys,
-        } => dataset::info(&file, json, verify, &keys),
+    let cli = Cli::parse();
+    cli.global.install();
+    cli.limits.install();
+    let outcome = match cli.command {
+        Command::Info { file, verify, keys } => dataset::info(&file, verify, &keys),
         Command::Convert(args) => dataset::convert(tool, &args),
         Command::Head(args) => dataset::head(tool, &args),
         Command::Schema(args) => dataset::schema(&args),

@@ -4,16 +4,25 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use envelope_cli::finish;
+use cli_support::run::GlobalArgs;
 use envelope_cli::model::{self, ConvertArgs, ExportArgs, ImportArgs, QuantizeArgs};
 use envelope_cli::security::{self, KeyOptions, SecurityCommand, Tool};
+use envelope_cli::{LimitArgs, finish};
 
-/// Work with `.apr` models: weights in one verified file, optionally encrypted, signed and
-/// licensed. Import SafeTensors, quantize (GGUF-compatible Q8_0/Q4_0/Q4_1, or Q8_TENSOR), export to
-/// GGUF or SafeTensors. Every failure exits 1 with a message starting with its Andon signal.
+/// Create, inspect, protect, quantize and export .apr models: weights in one verified file,
+/// optionally encrypted, signed and licensed. Import SafeTensors, quantize (GGUF-compatible Q8_0,
+/// Q4_0, Q4_1, or Q8_TENSOR), export to GGUF or SafeTensors.
+///
+/// Every command takes --json (one JSON document on stdout) and --quiet. Outputs are written
+/// atomically and never replace an existing file without --force. Exit status: 0 success,
+/// 1 failure (the message starts with its Andon signal), 2 usage. Conventions: docs/cli.md.
 #[derive(Parser)]
-#[command(version)]
+#[command(name = "apr", version, long_about)]
 struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(flatten)]
+    limits: LimitArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -30,10 +39,6 @@ enum Command {
     Inspect {
         /// The .apr file.
         file: PathBuf,
-        /// Print one JSON object instead of text (with a `model` member: card, tensors,
-        /// quantization).
-        #[arg(long)]
-        json: bool,
         /// Also show how the model was quantized: type, block size, bits per weight, original
         /// dtype, and per tensor its type, error, and why it was kept if it was.
         #[arg(long)]
@@ -60,14 +65,16 @@ enum Command {
 
 fn main() -> ExitCode {
     let tool = Tool::APR;
-    let outcome = match Cli::parse().command {
+    let cli = Cli::parse();
+    cli.global.install();
+    cli.limits.install();
+    let outcome = match cli.command {
         Command::Inspect {
             file,
-            json,
             quantization,
             verify,
             keys,
-        } => model::inspect(&file, json, quantization, verify, &keys),
+        } => model::inspect(&file, quantization, verify, &keys),
         Command::Import(args) => model::import(&args),
         Command::Quantize(args) => model::quantize(&args),
         Command::Export(args) => model::export(&args),

@@ -91,11 +91,11 @@ impl CsvInputArgs {
     }
 }
 
-/// A progress bar on stderr (only when it is a terminal) counting the bytes of `input` read,
+/// A progress bar on stderr (only when it is a terminal and `--quiet` is off) counting the bytes of `input` read,
 /// from the first one: "inferring types" while a CSV or JSONL sample is read, then "reading".
 /// `ReadOptions::progress` drives it; rows written go to its message.
 pub(super) fn input_bar(input: &Path, total: u64) -> (indicatif::ProgressBar, ByteProgress) {
-    let bar = if std::io::stderr().is_terminal() {
+    let bar = if std::io::stderr().is_terminal() && !cli_support::run::mode().quiet {
         let bar = indicatif::ProgressBar::new(total);
         bar.set_style(
             indicatif::ProgressStyle::with_template(

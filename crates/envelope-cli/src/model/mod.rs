@@ -8,16 +8,20 @@
 //! has expired is refused (`LicenseExpired`). Outputs are new, unsigned, unlicensed files: sign
 //! (and license) them again with `apr sign` / `apr license`.
 
-use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
+use anyhow::Context as _;
 use apr::fs::MappedFile;
 use apr::{
     AprFile, MixedPrecisionHooks, ModelCard, ModelType, QuantType, QuantizationHooks,
     QuantizationSession, QuantizerRegistry, SaveOptions, UniformQuantization,
 };
 use clap::{Args, ValueEnum};
+use cli_support::output::{self, Access, Content, Destination, Force};
+use cli_support::say;
+use cli_support::terminal::Safe;
 use envelope_core::Flags;
+use serde_json::json;
 
 use crate::dataset::CompressionArg;
 use crate::security::{KeyOptions, Tool};
@@ -42,9 +46,12 @@ pub struct ImportArgs {
     /// A .safetensors file (F32, F16, BF16, I8, U8 tensors). `scales.json` / `mins.json` next to
     /// it are used for tensors `apr export` wrote quantized.
     pub input: PathBuf,
-    /// The .apr file to write (replaced atomically).
+    /// The .apr file to write (atomically; an existing file is refused without --force).
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
+    /// Replace an existing output (`--force`).
+    #[command(flatten)]
+    pub force: Force,
     /// Model type: a 001 §3.1 name (neural-sequential, linear-regression, custom, ...).
     #[arg(long = "type", value_name = "TYPE", default_value = "neural-custom")]
     pub model_type: String,
@@ -79,9 +86,12 @@ pub struct QuantizeArgs {
     /// over 5% it is a warning in the metadata.
     #[arg(long, value_name = "CSV")]
     pub calibration: Option<PathBuf>,
-    /// The quantized .apr file (replaced atomically).
+    /// The quantized .apr file (atomically; an existing file is refused without --force).
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
+    /// Replace an existing output (`--force`).
+    #[command(flatten)]
+    pub force: Force,
     /// Require a valid signature on the input by a key in one of the `*.pub` files of DIR.
     #[arg(long, value_name = "DIR")]
     pub trusted_keys: Option<PathBuf>,
@@ -109,9 +119,14 @@ pub struct ExportArgs {
     /// Target format.
     #[arg(long, value_enum)]
     pub format: ExportFormat,
-    /// GGUF: the output file. SafeTensors: the output directory.
+    /// GGUF: the output file. SafeTensors: the output directory, built beside it and moved into
+    /// place whole (an existing non-empty directory needs --force and may hold only the files an
+    /// export writes).
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
+    /// Replace an existing output (`--force`).
+    #[command(flatten)]
+    pub force: Force,
     /// GGUF `general.architecture` (default: the model type's name in lower case).
     #[arg(long, value_name = "NAME")]
     pub architecture: Option<String>,
@@ -128,8 +143,15 @@ pub struct ExportArgs {
 pub struct ConvertArgs {
     /// The .apr model (named tensors, unencrypted).
     pub input: PathBuf,
-    /// The converted model.
-    pub output: PathBuf,
+    /// The converted model (atomically; an existing file is refused without --force).
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// The output as a second argument (`convert IN OUT`, kept for existing scripts).
+    #[arg(value_name = "OUT", hide = true, conflicts_with = "output")]
+    pub output_positional: Option<PathBuf>,
+    /// Replace an existing output (`--force`).
+    #[command(flatten)]
+    pub force: Force,
     /// Write the zero-copy deployment form (TRUENO_NATIVE, 003 §9): every tensor uncompressed on
     /// a 64-byte boundary, listed in a tensor index, so a memory-mapped reader
     /// (`zerocopy_trueno::MappedModel`) opens it in microseconds whatever its size and borrows
@@ -164,6 +186,13 @@ pub struct ConvertArgs {
 /// # Errors
 /// The input's signal, or the writer's error.
 pub fn convert(args: &ConvertArgs) -> anyhow::Result<()> {
+    let output_path = args
+        .output
+        .as_deref()
+        .or(args.output_positional.as_deref())
+        .ok_or_else(|| anyhow::anyhow!("Usage: name the output with -o OUT"))?;
+    let destination =
+        output::destination(output_path, args.force, Access::Shared, Content::Binary)?;
     let input = open(&args.input, args.trusted_keys.as_ref(), None)?;
     let model = input.tensors()?;
     let model_type = ModelType::from_id(input.model_type_id()).ok_or_else(|| {
@@ -187,18 +216,22 @@ pub fn convert(args: &ConvertArgs) -> anyhow::Result<()> {
         };
         apr::tensor_parts(&model, model_type, &options)?
     };
-    envelope_core::fs::save(&args.output, &parts)?;
+    let shown = destination.path().display().to_string();
+    envelope_core::fs::save(destination, &parts).with_context(|| format!("writing {shown}"))?;
     let form = if args.trueno_native {
         "TRUENO_NATIVE (64-byte aligned, zero-copy)"
     } else {
         "compressed"
     };
-    println!(
-        "{}: {} tensors written, {form}",
-        args.output.display(),
-        model.tensors.len()
-    );
-    Ok(())
+    crate::security::report_written(
+        &format!("{shown}: {} tensors written, {form}", model.tensors.len()),
+        json!({
+            "ok": true,
+            "output": shown,
+            "tensors": model.tensors.len(),
+            "trueno_native": args.trueno_native,
+        }),
+    )
 }
 
 fn open(
@@ -206,8 +239,18 @@ fn open(
     trusted_keys: Option<&PathBuf>,
     expect_type: Option<&String>,
 ) -> anyhow::Result<AprFile<MappedFile>> {
-    let envelope =
-        envelope_core::Envelope::parse_lazy(MappedFile::open(path)?, envelope_core::Format::Model)?;
+    // Under a signature requirement the file is held still (a private snapshot), so that the
+    // tensors used are the bytes whose signature was checked (SECURITY.md).
+    let mode = if trusted_keys.is_some() {
+        mapped_file::Mode::Snapshot
+    } else {
+        mapped_file::Mode::Map
+    };
+    let envelope = MappedFile::open_with(path, mode)
+        .map_err(envelope_core::Error::from)
+        .and_then(|map| envelope_core::Envelope::parse_lazy(map, envelope_core::Format::Model))
+        .with_context(|| path.display().to_string())?
+        .with_limits(crate::limits());
     let keys = KeyOptions {
         trusted_keys: trusted_keys.cloned(),
         ..KeyOptions::default()
@@ -242,26 +285,13 @@ fn read_card(path: Option<&PathBuf>) -> anyhow::Result<ModelCard> {
     })
 }
 
-fn progress(total: u64, what: &str) -> indicatif::ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(total);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{msg} [{bar:30}] {pos}/{len} tensors {elapsed} (eta {eta})",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    bar.set_message(what.to_owned());
-    bar
-}
-
 /// `apr import`.
 ///
 /// # Errors
 /// The import's or the writer's error, naming its signal.
 pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
+    let destination =
+        output::destination(&args.output, args.force, Access::Shared, Content::Binary)?;
     let model_type = ModelType::from_name(&args.model_type)?;
     let mut card = read_card(args.card.as_ref())?;
     if card.created_at.is_empty() {
@@ -274,19 +304,33 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
                 |now| now.to_string(),
             );
     }
-    let model = apr::fs::import_safetensors(&args.input)?;
+    if args.input.is_dir() {
+        anyhow::bail!(
+            "Usage: {} is a directory: give the .safetensors file to import",
+            args.input.display()
+        );
+    }
+    let model = apr::fs::import_safetensors(&args.input)
+        .with_context(|| format!("importing {}", args.input.display()))?;
     let options = SaveOptions {
         card,
         compression: args.compression.into(),
     };
-    apr::fs::save_tensors(&args.output, &model, model_type, &options)?;
-    println!(
-        "{}: {} tensors imported as {}",
-        args.output.display(),
-        model.tensors.len(),
-        model_type
-    );
-    Ok(())
+    let shown = destination.path().display().to_string();
+    apr::fs::save_tensors(destination, &model, model_type, &options)
+        .with_context(|| format!("writing {shown}"))?;
+    crate::security::report_written(
+        &format!(
+            "{shown}: {} tensors imported as {model_type}",
+            model.tensors.len()
+        ),
+        json!({
+            "ok": true,
+            "output": shown,
+            "tensors": model.tensors.len(),
+            "model_type": model_type.to_string(),
+        }),
+    )
 }
 
 /// `apr quantize`.
@@ -294,6 +338,8 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
 /// # Errors
 /// The input's signal, `QuantizationCorrupt` naming a tensor, or the writer's error.
 pub fn quantize(args: &QuantizeArgs) -> anyhow::Result<()> {
+    let destination =
+        output::destination(&args.output, args.force, Access::Shared, Content::Binary)?;
     let input = open(
         &args.input,
         args.trusted_keys.as_ref(),
@@ -332,9 +378,10 @@ pub fn quantize(args: &QuantizeArgs) -> anyhow::Result<()> {
         card: input.metadata().model_card.clone(),
         compression: input.envelope().header().compression(),
     };
-    let mut writer = apr::fs::TensorFileWriter::new(&args.output, options.compression)?;
+    let shown = destination.path().display().to_string();
+    let mut writer = apr::fs::TensorFileWriter::new(destination, options.compression)?;
     let count = input.metadata().tensors.len();
-    let bar = progress(count as u64, "quantizing");
+    let bar = cli_support::progress::items(count as u64, "tensors", "quantizing");
     let mut checks = Vec::new();
     for position in 0..count {
         let tensor = input.tensor_at(position)?;
@@ -355,20 +402,33 @@ pub fn quantize(args: &QuantizeArgs) -> anyhow::Result<()> {
     calibration::record(&mut info, &checks);
     let model_type = input.model_type_id();
     let model_type = ModelType::from_id(model_type).unwrap_or(ModelType::Custom);
-    writer.finish(model_type, &options.card, Some(info.clone()))?;
+    writer
+        .finish(model_type, &options.card, Some(info.clone()))
+        .with_context(|| format!("writing {shown}"))?;
     let quantized = info
         .tensors
         .iter()
         .filter(|t| t.quant_type.is_some())
         .count();
-    println!(
+    if cli_support::run::mode().json {
+        cli_support::print::json(&json!({
+            "ok": true,
+            "output": shown,
+            "quantized": quantized,
+            "tensors": count,
+            "type": default_type.name(),
+            "warnings": info.warnings,
+        }))?;
+        return Ok(());
+    }
+    cli_support::print::note(format!(
         "{}: {quantized} of {count} tensors quantized ({}), {} warnings",
-        args.output.display(),
+        Safe(&shown),
         default_type.name(),
         info.warnings.len()
-    );
+    ));
     for warning in &info.warnings {
-        println!("  warning: {warning}");
+        cli_support::print::warn(Safe(warning));
     }
     Ok(())
 }
@@ -378,26 +438,40 @@ pub fn quantize(args: &QuantizeArgs) -> anyhow::Result<()> {
 /// # Errors
 /// The input's signal, or `ExportFailed` naming the tensor the target cannot hold.
 pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
+    let destination = match args.format {
+        ExportFormat::Gguf => {
+            output::destination(&args.output, args.force, Access::Shared, Content::Binary)?
+        }
+        // A directory: checked (and refused or replaced whole) by the export itself.
+        ExportFormat::Safetensors => {
+            Destination::new(&args.output).existing(output::Existing::replace_if(args.force.force))
+        }
+    };
     let input = open(
         &args.input,
         args.trusted_keys.as_ref(),
         args.expect_type.as_ref(),
     )?;
     let count = input.metadata().tensors.len();
+    let shown = args.output.display().to_string();
     match args.format {
         ExportFormat::Gguf => {
             let options = apr::gguf::GgufOptions {
                 architecture: args.architecture.clone(),
                 ..apr::gguf::GgufOptions::default()
             };
-            apr::fs::export_gguf_from(&args.output, &input, &options)?;
+            apr::fs::export_gguf_from(destination, &input, &options)
+                .with_context(|| format!("writing {shown}"))?;
         }
         ExportFormat::Safetensors => {
-            apr::fs::export_safetensors(&args.output, &input.tensors()?)?;
+            apr::fs::export_safetensors(destination, &input.tensors()?)
+                .with_context(|| format!("writing {shown}"))?;
         }
     }
-    println!("{}: {count} tensors exported", args.output.display());
-    Ok(())
+    crate::security::report_written(
+        &format!("{shown}: {count} tensors exported"),
+        json!({ "ok": true, "output": shown, "tensors": count }),
+    )
 }
 
 /// `apr inspect`: the shared envelope report, then the model's card, tensors and (with
@@ -412,20 +486,20 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
 /// As `crate::inspect::inspect`, the deep checks, then (with `quantization`) the model's.
 pub fn inspect(
     path: &Path,
-    json: bool,
     quantization: bool,
     verify: bool,
     keys: &KeyOptions,
 ) -> anyhow::Result<()> {
     let tool = Tool::APR;
-    let mut report = crate::inspect::inspect_with(path, tool.format, verify)?;
+    let mut report = crate::inspect::inspect_with(path, tool.format, verify)
+        .with_context(|| path.display().to_string())?;
     report.checks = crate::security::deep_checks(tool, path, keys)?;
-    let summary = match apr::fs::open(path) {
+    let summary = match apr::fs::open_with(path, crate::limits()) {
         Ok(file) => Ok(apr::summarize(&file)),
         Err(error) if quantization => return Err(error.into()),
         Err(error) => Err(error.to_string()),
     };
-    if json {
+    if cli_support::run::mode().json {
         let mut value = serde_json::to_value(&report)?;
         if let serde_json::Value::Object(map) = &mut value {
             match &summary {
@@ -433,45 +507,54 @@ pub fn inspect(
                 Err(error) => map.insert("model_error".to_owned(), error.clone().into()),
             };
         }
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        cli_support::print::json(&value)?;
         return Ok(());
     }
-    crate::inspect::print_text(&report);
+    crate::inspect::print_text(&report)?;
     match &summary {
-        Ok(summary) => print_summary(summary, quantization),
-        Err(error) => println!("  model        not readable as an .apr model: {error}"),
+        Ok(summary) => print_summary(summary, quantization)?,
+        Err(error) => say!(
+            "  model        not readable as an .apr model: {}",
+            Safe(error)
+        )?,
     }
     Ok(())
 }
 
-fn print_summary(summary: &apr::ModelSummary, quantization: bool) {
-    println!(
+fn print_summary(summary: &apr::ModelSummary, quantization: bool) -> std::io::Result<()> {
+    say!(
         "  model        {} ({:#06x})",
-        summary.model_type, summary.model_type_id
-    );
+        Safe(summary.model_type),
+        summary.model_type_id
+    )?;
     let card = &summary.model_card;
     if !card.name.is_empty() {
-        println!("  name         {} {}", card.name, card.version);
+        say!(
+            "  name         {} {}",
+            Safe(&card.name),
+            Safe(&card.version)
+        )?;
     }
-    println!("  tensors      {}", summary.tensors.len());
+    say!("  tensors      {}", summary.tensors.len())?;
     if !quantization {
-        return;
+        return Ok(());
     }
     match &summary.quantization {
-        None => println!("  quantization none"),
+        None => say!("  quantization none")?,
         Some(info) => {
             let name = QuantType::from_id(info.quant_type).map_or("unknown", |q| q.name());
-            println!(
+            say!(
                 "  quantization Type: {}, Block size: {}, Bits/weight: {}, Original: {}",
                 name.to_ascii_uppercase(),
                 info.block_size,
                 info.bits_per_weight,
-                info.original_dtype
-            );
-            println!(
+                Safe(&info.original_dtype)
+            )?;
+            say!(
                 "  calibration  {} ({} samples)",
-                info.calibration_method, info.calibration_samples
-            );
+                Safe(&info.calibration_method),
+                info.calibration_samples
+            )?;
             for (tensor, record) in summary.tensors.iter().zip(&info.tensors) {
                 let error = record
                     .relative_error
@@ -480,14 +563,18 @@ fn print_summary(summary: &apr::ModelSummary, quantization: bool) {
                     .kept_because
                     .as_ref()
                     .map_or_else(String::new, |why| format!(" kept: {why}"));
-                println!(
-                    "    {} {} {:?}{error}{kept}",
-                    tensor.name, tensor.dtype, tensor.shape
-                );
+                say!(
+                    "    {} {} {:?}{error}{}",
+                    Safe(&tensor.name),
+                    tensor.dtype,
+                    tensor.shape,
+                    Safe(&kept)
+                )?;
             }
             for warning in &info.warnings {
-                println!("  warning      {warning}");
+                say!("  warning      {}", Safe(warning))?;
             }
         }
     }
+    Ok(())
 }

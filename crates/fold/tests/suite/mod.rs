@@ -1,5 +1,6 @@
 //! Test modules and shared helpers.
 
+mod complexity;
 mod corpus;
 mod corruption;
 pub(crate) mod fuzz_check;

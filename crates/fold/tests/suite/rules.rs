@@ -149,6 +149,35 @@ fn fail_duplicate_chunk_names_are_refused() {
 }
 
 #[test]
+fn fail_overlapping_or_repeated_chunk_ranges_are_refused_at_open() {
+    let s = sample(Ecc::None, Compression::None);
+    let overlap = |b: &[u8]| match open_err(b) {
+        Error::OverlappingChunks { first, second } => (first, second),
+        other => panic!("expected OverlappingChunks, got {other}"),
+    };
+    // A second entry naming the same bytes: each would be hashed and decoded again.
+    let b = rewrite_index(&s, |idx| {
+        let mut twin = idx.chunks[1].clone();
+        twin.name = "b-again".into();
+        idx.chunks.push(twin);
+    });
+    let (first, second) = overlap(&b);
+    assert!([first.as_str(), second.as_str()].contains(&"b-again"));
+    // A chunk starting inside another one.
+    let b = rewrite_index(&s, |idx| idx.chunks[1].offset = idx.chunks[0].offset + 8);
+    assert_eq!(overlap(&b), ("a".to_owned(), "b".to_owned()));
+    // A chunk reaching into the index.
+    let b = rewrite_index(&s, |idx| {
+        idx.chunks[1].comp_len += 1;
+        idx.chunks[1].uncomp_len += 1;
+    });
+    assert_eq!(overlap(&b), ("b".to_owned(), "(index)".to_owned()));
+    assert_eq!(open_err(&b).rule(), "§3 layout");
+    // Back to back, as every writer lays them out, is fine.
+    assert!(FoldReader::open(&s[..]).is_ok());
+}
+
+#[test]
 fn fail_chunk_offset_inside_header_is_refused() {
     let b = rewrite_index(&sample(Ecc::None, Compression::None), |idx| {
         idx.chunks[0].offset = 4
