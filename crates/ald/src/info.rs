@@ -77,7 +77,7 @@ impl DatasetInfo {
         let schema = ipc::parse_schema(envelope.checked_schema()?)?;
         let license = envelope_license::read_license(envelope)?.map(|block| LicenseInfo {
             license_id: block.license_id.to_string(),
-            licensee_hash: to_hex(&block.licensee_hash),
+            licensee_hash: hex::encode(block.licensee_hash),
             issued_at: block.issued_at,
             expires_at: block.expires_at,
             flags: block.flags.names().collect(),
@@ -129,12 +129,4 @@ fn claimed_signer<B: AsRef<[u8]>>(envelope: &Envelope<B>) -> Option<String> {
 fn claimed_signer<B: AsRef<[u8]>>(envelope: &Envelope<B>) -> Option<String> {
     let _ = (envelope, Flags::SIGNED, Section::Signature);
     None
-}
-
-fn to_hex(bytes: &[u8]) -> String {
-    use core::fmt::Write as _;
-    bytes.iter().fold(String::new(), |mut out, byte| {
-        let _ = write!(out, "{byte:02x}");
-        out
-    })
 }

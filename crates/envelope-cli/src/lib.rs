@@ -90,8 +90,8 @@ pub fn finish(tool: &str, outcome: anyhow::Result<()>) -> ExitCode {
 }
 
 /// The Andon signal of the first envelope error in `error`'s chain; a file over the reader's
-/// limits or a tensor the export target cannot hold is a failure of the operation (exit 1), not of
-/// the command line, although its signal is `Usage`.
+/// limits, or a tensor or column the output format cannot hold, is a failure of the operation
+/// (exit 1), not of the command line, although its signal is `Usage`.
 fn classify(error: &anyhow::Error) -> cli_support::run::Failure {
     let envelope = error
         .chain()
@@ -104,6 +104,7 @@ fn classify(error: &anyhow::Error) -> cli_support::run::Failure {
                     error,
                     envelope_core::Error::LimitExceeded(_)
                         | envelope_core::Error::ExportFailed { .. }
+                        | envelope_core::Error::ColumnNotWritable { .. }
                 )
             })
             .map(|_| false),

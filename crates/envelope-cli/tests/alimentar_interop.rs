@@ -287,6 +287,10 @@ fn fidelity_nested_columns_in_jsonl_as_polars_writes_them_and_refused_in_csv() {
         .unwrap();
     let message = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(1), "{message}");
-    assert!(message.contains("Usage: column \"list\""), "{message}");
+    assert!(
+        message.starts_with("alimentar: Usage: ")
+            && message.contains("column \"list\" (List(Int32)) cannot be written as CSV"),
+        "{message}"
+    );
     assert!(!dir.join("nested.csv").exists());
 }

@@ -180,7 +180,7 @@ fn ls(file: &Path) -> Result<()> {
                     ("uncomp_len".into(), Value::from_u64(c.uncomp_len)),
                     ("ecc_algo".into(), Value::String(c.ecc.to_string())),
                     ("ecc_len".into(), Value::from_u64(c.ecc_len)),
-                    ("sha256".into(), Value::String(fold::hex_lower(&c.sha256))),
+                    ("sha256".into(), Value::String(hex::encode(c.sha256))),
                 ])
             })
             .collect();

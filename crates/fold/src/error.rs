@@ -317,8 +317,8 @@ pub enum Error {
     /// 002 §8.3: the SHA-256 of the stored payload does not match the index.
     #[error(
         "§8.3 sha256: chunk {chunk:?} at offset {offset}: expected {}, computed {}",
-        hex32(expected),
-        hex32(actual)
+        hex::encode(expected),
+        hex::encode(actual)
     )]
     Sha256Mismatch {
         /// Chunk name.
@@ -339,7 +339,10 @@ pub enum Error {
         chunk: String,
     },
     /// `metadata.manifest_hash` is not the SHA-256 of the rest of the metadata.
-    #[error("§6 manifest_hash: expected {expected:?}, computed {}", hex32(actual))]
+    #[error(
+        "§6 manifest_hash: expected {expected:?}, computed {}",
+        hex::encode(actual)
+    )]
     ManifestHashMismatch {
         /// The value in the metadata (as JSON text when it is not a string).
         expected: String,
@@ -385,10 +388,6 @@ pub enum Error {
         /// The later chunk.
         second: String,
     },
-}
-
-fn hex32(bytes: &[u8; 32]) -> String {
-    crate::hex_lower(bytes)
 }
 
 impl Error {

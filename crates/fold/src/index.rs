@@ -63,10 +63,7 @@ impl ChunkEntry {
             ("comp_len".into(), Value::from_u64(self.comp_len)),
             ("uncomp_len".into(), Value::from_u64(self.uncomp_len)),
             ("crc32c".into(), Value::from_u64(u64::from(self.crc32c))),
-            (
-                "sha256".into(),
-                Value::String(crate::hex_lower(&self.sha256)),
-            ),
+            ("sha256".into(), Value::String(hex::encode(self.sha256))),
             ("ecc_algo".into(), Value::String(self.ecc.to_string())),
             ("ecc_len".into(), Value::from_u64(self.ecc_len)),
         ])
@@ -262,7 +259,7 @@ impl Index {
         }
         let actual = manifest_hash(&self.metadata);
         match expected {
-            Value::String(s) if *s == crate::hex_lower(&actual) => Ok(()),
+            Value::String(s) if *s == hex::encode(actual) => Ok(()),
             Value::String(s) => Err(Error::ManifestHashMismatch {
                 expected: s.clone(),
                 actual,
@@ -295,7 +292,7 @@ impl Index {
                     .map(|p| &hashes[p].1)
                 {
                     Some(v) if v.is_truthy() => {
-                        v.as_str() != Some(crate::hex_lower(&entry.sha256).as_str())
+                        v.as_str() != Some(hex::encode(entry.sha256).as_str())
                     }
                     _ => false,
                 }

@@ -244,7 +244,8 @@ fn write_value(out: &mut String, v: &Value, ensure_ascii: bool, sort_keys: bool)
 }
 
 /// A parse failure at a byte position.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{kind:?} at byte {position}")]
 pub struct ParseError {
     /// What went wrong.
     pub kind: JsonErrorKind,

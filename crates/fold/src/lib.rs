@@ -64,15 +64,3 @@ pub use reader::{ChunkReport, FoldReader, ReadOptions, StoredChunk, VerifyReport
 pub use source::{FileSource, MappedSource};
 pub use source::{SeekSource, Source};
 pub use writer::{FoldWriter, WriteOptions};
-
-/// Lowercase hex, as Python's `hexdigest()` writes it.
-#[must_use]
-pub fn hex_lower(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        s.push(char::from(HEX[usize::from(b >> 4)]));
-        s.push(char::from(HEX[usize::from(b & 15)]));
-    }
-    s
-}

@@ -60,12 +60,9 @@ pub fn sign_with(metadata: &mut Map, key: &SigningKey, key_id: &str) {
         ("key_id".into(), Value::String(key_id.to_owned())),
         (
             "payload_sha256".into(),
-            Value::String(crate::hex_lower(&Sha256::digest(&payload))),
+            Value::String(hex::encode(Sha256::digest(&payload))),
         ),
-        (
-            "value".into(),
-            Value::String(crate::hex_lower(&sig.to_bytes())),
-        ),
+        ("value".into(), Value::String(hex::encode(sig.to_bytes()))),
     ]);
     map_set(metadata, "signature", obj);
 }
@@ -98,28 +95,15 @@ pub fn verify_with(metadata: &Map, key: &VerifyingKey) -> Result<()> {
         .get("payload_sha256")
         .and_then(Value::as_str)
         .unwrap_or("");
-    if claimed != crate::hex_lower(&Sha256::digest(&payload)) {
+    if claimed != hex::encode(Sha256::digest(&payload)) {
         return Err(fail(SignatureProblem::PayloadMismatch));
     }
     let value = sig.get("value").and_then(Value::as_str).unwrap_or("");
-    let bytes: [u8; 64] = decode_hex(value)
+    // Python's `bytes.fromhex` for the plain case: either case, no whitespace.
+    let bytes: [u8; 64] = hex::decode(value)
+        .ok()
         .and_then(|v| v.try_into().ok())
         .ok_or(fail(SignatureProblem::Invalid))?;
     key.verify_strict(&payload, &Signature::from_bytes(&bytes))
         .map_err(|_| fail(SignatureProblem::Invalid))
-}
-
-/// Python's `bytes.fromhex` for the plain case (either case, no whitespace).
-fn decode_hex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    s.as_bytes()
-        .chunks_exact(2)
-        .map(|p| {
-            let hi = char::from(p[0]).to_digit(16)?;
-            let lo = char::from(p[1]).to_digit(16)?;
-            u8::try_from(hi * 16 + lo).ok()
-        })
-        .collect()
 }

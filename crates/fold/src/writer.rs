@@ -182,14 +182,14 @@ impl<W: Write + Seek> FoldWriter<W> {
         let hashes: Map = self
             .chunks
             .iter()
-            .map(|c| (c.name.clone(), Value::String(crate::hex_lower(&c.sha256))))
+            .map(|c| (c.name.clone(), Value::String(hex::encode(c.sha256))))
             .collect();
         map_set(&mut metadata, "chunk_hashes", Value::Object(hashes));
         let manifest = manifest_hash(&metadata);
         map_set(
             &mut metadata,
             "manifest_hash",
-            Value::String(crate::hex_lower(&manifest)),
+            Value::String(hex::encode(manifest)),
         );
         let mut index = Index::new(created_at_unix);
         index.metadata = metadata;

@@ -169,56 +169,18 @@ fn f64_to_f32_exact(f: f64) -> Option<f32> {
     (f64::from(s).to_bits() == f.to_bits()).then_some(s)
 }
 
-/// The binary16 bit pattern of `f` when binary16 represents it exactly (non-NaN input).
+/// The binary16 bit pattern of `f` when binary16 represents it exactly (non-NaN input: the
+/// caller writes NaN's canonical form). `half` rounds to nearest; the round trip proves the
+/// narrowing exact (infinities and signed zeros included).
 fn f64_to_f16_exact(f: f64) -> Option<u16> {
-    let bits = f.to_bits();
-    let sign = u16::from(bits >> 63 == 1) << 15;
-    let biased = (bits >> 52) & 0x7ff;
-    let mant = bits & ((1u64 << 52) - 1);
-    if biased == 0x7ff {
-        // Infinity (NaN is handled by the caller).
-        return (mant == 0).then_some(sign | 0x7c00);
-    }
-    if biased == 0 {
-        // Zero keeps its sign; binary64 subnormals are far below binary16's range.
-        return (mant == 0).then_some(sign);
-    }
-    let exp = i64::try_from(biased).ok()? - 1023;
-    if (-14..=15).contains(&exp) {
-        // Normal binary16: 10 mantissa bits, the low 42 of binary64's 52 must be zero.
-        if mant & ((1u64 << 42) - 1) != 0 {
-            return None;
-        }
-        let e = u16::try_from(exp + 15).ok()?;
-        let m = u16::try_from(mant >> 42).ok()?;
-        return Some(sign | (e << 10) | m);
-    }
-    if (-24..=-15).contains(&exp) {
-        // Subnormal binary16: value = m * 2^-24 with m < 1024.
-        let sig = mant | (1u64 << 52);
-        let shift = u32::try_from(28 - exp).ok()?;
-        if sig & ((1u64 << shift) - 1) != 0 {
-            return None;
-        }
-        let m = u16::try_from(sig >> shift).ok()?;
-        return Some(sign | m);
-    }
-    None
+    let h = half::f16::from_f64(f);
+    (h.to_f64().to_bits() == f.to_bits()).then_some(h.to_bits())
 }
 
 /// Decodes a binary16 bit pattern (used by the decoder and the tests).
 #[must_use]
 pub fn f16_to_f64(h: u16) -> f64 {
-    let sign = if h >> 15 == 1 { -1.0 } else { 1.0 };
-    let e = i32::from((h >> 10) & 0x1f);
-    let m = f64::from(h & 0x3ff);
-    let mag = match e {
-        0 => m * 2f64.powi(-24),
-        31 if m == 0.0 => f64::INFINITY,
-        31 => f64::NAN,
-        _ => (1.0 + m / 1024.0) * 2f64.powi(e - 15),
-    };
-    sign * mag
+    half::f16::from_bits(h).to_f64()
 }
 
 /// Decodes exactly one canonical CBOR item that spans all of `bytes`.

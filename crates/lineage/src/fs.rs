@@ -371,33 +371,18 @@ pub fn read_checkpoint(path: &Path) -> Result<Option<Checkpoint>, Error> {
     Checkpoint::from_bytes(&bytes).map(Some)
 }
 
-/// Writes a checkpoint atomically: a new temporary file beside it, created exclusively under a
-/// random name (so a symlink or file planted beside the checkpoint is never followed or
-/// overwritten), `fsync`, rename over `path`, `fsync` of the directory (best effort: not every
-/// platform can open a directory).
+/// Writes a checkpoint atomically, by the workspace's rules for output files (`output-file`): a
+/// temporary file beside it created exclusively under a random name (so a symlink or file planted
+/// beside the checkpoint is never followed or overwritten), `fsync`, rename over `path`, `fsync`
+/// of the directory. Two runs never share a temporary name.
 ///
 /// # Errors
 /// [`Error::Io`].
 pub fn write_checkpoint(path: &Path, cp: &Checkpoint) -> Result<(), Error> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".lineage-checkpoint")
-        .tempfile_in(dir)
-        .map_err(|e| io_err(dir, e))?;
-    tmp.write_all(&cp.to_bytes())
-        .map_err(|e| io_err(tmp.path(), e))?;
-    tmp.as_file()
-        .sync_all()
-        .map_err(|e| io_err(tmp.path(), e))?;
-    tmp.persist(path).map_err(|e| io_err(path, e.error))?;
-    if let Ok(d) = File::open(dir) {
-        // Best effort: the rename is already durable on most filesystems without it.
-        let _ = d.sync_all();
-    }
-    Ok(())
+    output_file::write(output_file::Destination::new(path), |out| {
+        out.write_all(&cp.to_bytes())
+    })
+    .map_err(|e| io_err(path, e))
 }
 
 /// Checks that the files a checkpoint covers (the first `cursor` of `tree`) are in the state

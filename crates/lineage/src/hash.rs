@@ -44,26 +44,11 @@ impl Digest {
     /// # Ok::<(), lineage::Error>(())
     /// ```
     pub fn from_hex(s: &str) -> Result<Self, Error> {
-        let bad = Error::InvalidArgument {
+        let mut out = [0u8; 32];
+        hex::decode_to_slice(s, &mut out).map_err(|_| Error::InvalidArgument {
             what: "hash",
             reason: "expected 64 hex digits",
-        };
-        let b = s.as_bytes();
-        if b.len() != 64 {
-            return Err(bad);
-        }
-        let mut out = [0u8; 32];
-        for (i, pair) in b.chunks_exact(2).enumerate() {
-            let hi = hex_val(pair[0]).ok_or(Error::InvalidArgument {
-                what: "hash",
-                reason: "expected 64 hex digits",
-            })?;
-            let lo = hex_val(pair[1]).ok_or(Error::InvalidArgument {
-                what: "hash",
-                reason: "expected 64 hex digits",
-            })?;
-            out[i] = (hi << 4) | lo;
-        }
+        })?;
         Ok(Self(out))
     }
 
@@ -74,21 +59,9 @@ impl Digest {
     }
 }
 
-fn hex_val(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        b'A'..=b'F' => Some(c - b'A' + 10),
-        _ => None,
-    }
-}
-
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for b in self.0 {
-            write!(f, "{b:02x}")?;
-        }
-        Ok(())
+        f.write_str(&hex::encode(self.0))
     }
 }
 

@@ -39,11 +39,13 @@ const ABS_MASK: u32 = 0x7fff_ffff;
 const INF_BITS: u32 = 0x7f80_0000;
 
 /// Why a kernel refused its input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum KernelError {
     /// The input length is not a multiple of 32, or the output buffer has the wrong size.
+    #[error("input length is not a multiple of 32, or the output buffer has the wrong size")]
     Length,
     /// A value is NaN or infinite (the NaN policy: refused, never quantized).
+    #[error("a value is NaN or infinite (refused, never quantized)")]
     NonFinite,
 }
 

@@ -166,7 +166,7 @@ fn pyfolds_files_read_in_rust_and_rust_files_byte_identical_and_read_in_pyfolds(
         let out = run(&["read", rs_path.to_str().unwrap()]);
         let v = json::parse(out.trim()).unwrap();
         for (n, _, p) in &c.chunks {
-            let want = fold::hex_lower(&<sha2::Sha256 as sha2::Digest>::digest(p));
+            let want = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(p));
             assert_eq!(
                 v.get("chunks").unwrap().get(n).unwrap().as_str(),
                 Some(want.as_str())

@@ -272,7 +272,7 @@ fn fail_chunk_hashes_disagreeing_with_sha256_is_refused() {
         map_set(
             &mut idx.metadata,
             "manifest_hash",
-            Value::String(fold::hex_lower(&m)),
+            Value::String(hex::encode(m)),
         );
     });
     let r = FoldReader::open(&b[..]).unwrap();
