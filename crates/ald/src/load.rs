@@ -14,7 +14,7 @@ use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
 use arrow_schema::{Schema, SchemaRef};
 use envelope_core::{DecryptionFailure, Envelope, Error, Flags, Format, FormatError, Result};
-use envelope_license::{LicenseBlock, LicenseFlags};
+use envelope_license::LicenseBlock;
 
 use crate::aligned::{self, ArrayBytes};
 use crate::dataset::{ArrowDataset, check_schema};
@@ -76,18 +76,7 @@ impl<B: AsRef<[u8]>> Opened<B> {
             Some(policy) => policy.check(&envelope)?,
             None => None,
         };
-        let license = envelope_license::read_license(&envelope)?;
-        if let Some(license) = &license {
-            match options.now_unix {
-                Some(now) => license.check(now)?,
-                None if license.flags.contains(LicenseFlags::EXPIRATION_ENFORCED) => {
-                    return Err(Error::InvalidArgument(
-                        "the file's license enforces expiry: pass the current time (now_unix)",
-                    ));
-                }
-                None => {}
-            }
-        }
+        let license = envelope_license::check_license(&envelope, options.now_unix)?;
         let dataset_type = DatasetType::from_id(envelope.header().type_id())?;
         let metadata = Metadata::decode(envelope.checked_metadata()?)?;
         let schema = ipc::parse_schema(envelope.checked_schema()?)?;

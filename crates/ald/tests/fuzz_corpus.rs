@@ -9,8 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-mod fuzz_check;
-mod fuzz_check_interchange;
+use crate::{fuzz_check, fuzz_check_interchange};
 
 /// A fuzz target's check.
 type FuzzCheck = fn(&[u8]);

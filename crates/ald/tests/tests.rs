@@ -9,8 +9,12 @@
     reason = "test tables are small; sizes and offsets fit every type involved"
 )]
 
+mod fuzz_check;
+mod fuzz_check_interchange;
+mod fuzz_corpus;
 #[path = "../../../tests/complexity/scaling.rs"]
 mod scaling;
+mod trueno;
 mod verified_bytes;
 
 use std::sync::Arc;
@@ -319,29 +323,11 @@ fn signature_policy_is_checked_before_the_payload() {
         .span(envelope_core::Section::Payload)
         .unwrap();
     forged[payload.offset as usize + 3] ^= 0x40;
-    let end = forged.len() - 4;
-    let crc = crc32(&forged[..end]);
-    forged[end..].copy_from_slice(&crc.to_le_bytes());
+    test_support::fix_crc32_trailer(&mut forged);
     assert_eq!(
         signal(ald::load_from_bytes_with(&forged, &require)),
         Signal::SignatureInvalid
     );
-}
-
-fn crc32(bytes: &[u8]) -> u32 {
-    // CRC-32 (IEEE), bitwise: independent of the crate under test.
-    let mut crc = 0xFFFF_FFFFu32;
-    for byte in bytes {
-        crc ^= u32::from(*byte);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
 }
 
 fn license(expires_at: u64) -> LicenseBlock {

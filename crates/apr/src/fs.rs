@@ -46,6 +46,25 @@ pub fn open_with(
     AprFile::from_envelope(Envelope::parse_lazy(bytes, Format::Model)?.with_limits(limits))
 }
 
+/// Opens a model file under `options` ([`LoadOptions`]: signature, license, model type, limits).
+/// Under a signature requirement the file is first held still (`mapped_file::Mode::Snapshot`: a
+/// private copy, mapped), so the tensors read later are the bytes whose signature was checked
+/// (SECURITY.md, "What was verified is what is used"); otherwise it is mapped.
+///
+/// # Errors
+/// `Io` if the file cannot be read; otherwise as [`AprFile::open`].
+pub fn open_verified(
+    path: impl AsRef<Path>,
+    options: &crate::LoadOptions<'_>,
+) -> Result<AprFile<MappedFile>> {
+    let mode = if options.requires_signature() {
+        mapped_file::Mode::Snapshot
+    } else {
+        mapped_file::Mode::Map
+    };
+    AprFile::open(MappedFile::open_with(path, mode)?, options)
+}
+
 /// Maps a TRUENO_NATIVE model zero-copy (`zerocopy_trueno::MappedModel`) after checking what the
 /// mapping alone cannot, as it reads only the tensor index: that the index and the `.apr`
 /// metadata describe the same tensors (docs/zerocopy.md §9). Opening stays O(tensors).

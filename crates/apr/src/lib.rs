@@ -48,6 +48,7 @@ mod codec;
 #[cfg(feature = "commercial")]
 pub mod commercial;
 pub mod gguf;
+mod load;
 mod model;
 mod model_type;
 pub mod quant;
@@ -65,6 +66,7 @@ pub use codec::{
     AprFile, MAX_PAYLOAD_DEPTH, SaveOptions, load_from_bytes, load_tensors_from_bytes, model_parts,
     save_tensors_to_bytes, save_to_bytes, tensor_parts,
 };
+pub use load::LoadOptions;
 pub use model::{Progress, QuantizationSession, TensorModel};
 pub use model_type::ModelType;
 pub use quant::{

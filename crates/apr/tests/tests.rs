@@ -480,6 +480,43 @@ mod commercial {
         .unwrap()
     }
 
+    /// `apr::LoadOptions` applies the same policy as `ald::LoadOptions` (issue 15): the
+    /// signature first, then the license at the caller's clock, then the model type; a file whose
+    /// license enforces expiry is not "valid" for a caller that gives no time.
+    #[test]
+    fn load_options_check_signature_license_and_type_in_order() {
+        let (seller, buyer, license) = setup();
+        let bytes = package(&seller, &buyer, license, None);
+        let trusted = TrustedKeys::from_keys([seller.signing_public_key()]);
+        let stranger = TrustedKeys::from_keys([buyer.signing_public_key()]);
+        let open = |signer: &TrustedKeys, now: Option<u64>, expected: ModelType| {
+            let options = apr::LoadOptions {
+                expected_type: Some(expected),
+                now_unix: now,
+                signature: Some(envelope_sign::Policy::RequireSignature { trusted: signer }),
+                ..apr::LoadOptions::default()
+            };
+            apr::AprFile::open(&bytes[..], &options).map(|file| file.metadata().tensors.len())
+        };
+        let sequential = ModelType::NeuralSequential;
+        assert_eq!(open(&trusted, Some(1_500), sequential).unwrap(), 5);
+        // Every check fails below; the first in the order is the one reported.
+        let signal = |r: envelope_core::Result<usize>| r.unwrap_err().signal();
+        assert_eq!(
+            signal(open(&stranger, Some(2_500), ModelType::Custom)),
+            Signal::SignatureInvalid
+        );
+        assert_eq!(
+            signal(open(&trusted, Some(2_500), ModelType::Custom)),
+            Signal::LicenseExpired
+        );
+        assert_eq!(signal(open(&trusted, None, sequential)), Signal::Usage);
+        assert_eq!(
+            signal(open(&trusted, Some(1_500), ModelType::Custom)),
+            Signal::ModelTypeMismatch
+        );
+    }
+
     #[test]
     fn packaged_model_loads_for_its_buyer_and_signals_every_failure_in_order() {
         let (seller, buyer, license) = setup();

@@ -176,9 +176,7 @@ impl KeyOptions {
 /// # Errors
 /// `LicenseExpired`, or `InvalidFormat` for a malformed license block.
 pub fn check_license<B: AsRef<[u8]>>(envelope: &Envelope<B>) -> anyhow::Result<()> {
-    if let Some(license) = envelope_license::read_license(envelope)? {
-        license.check(unix_now()?)?;
-    }
+    envelope_license::check_license(envelope, Some(unix_now()?))?;
     Ok(())
 }
 

@@ -1,5 +1,10 @@
 //! End-to-end tests of the `alimentar` and `apr` binaries: exit status, messages, JSON output.
 
+mod alimentar_dataset;
+mod alimentar_interop;
+mod alimentar_trueno;
+mod alimentar_trueno_interop;
+mod apr_models;
 mod hostile;
 
 use std::path::{Path, PathBuf};

@@ -23,11 +23,9 @@
 //! `chunk_count` entries of five u64 and a u32: `stored_offset`, `stored_size`,
 //! `uncompressed_size`, `first_item`, `item_count`, `stored_crc32c`; then `prefix_crc32c u32`.
 
+use crate::codec::Reader;
 use crate::error::{FormatError, Result, Section};
-use crate::header::Flags;
-
-/// Offset of the flags byte in the header.
-const FLAGS_OFFSET: usize = 21;
+use crate::header::{FLAGS_OFFSET, Flags};
 
 /// CRC-32C of `prefix` (file bytes from offset 0) with the SIGNED and LICENSED bits of the flags
 /// byte cleared: the value of `prefix_crc32c`.
@@ -35,10 +33,7 @@ pub(crate) fn masked_prefix_crc32c(prefix: &[u8]) -> u32 {
     match prefix.split_at_checked(FLAGS_OFFSET) {
         Some((head, [flags, tail @ ..])) => {
             let crc = crc32c::crc32c(head);
-            let crc = crc32c::crc32c_append(
-                crc,
-                &[flags & !(Flags::SIGNED.bits() | Flags::LICENSED.bits())],
-            );
+            let crc = crc32c::crc32c_append(crc, &[flags & !Flags::APPENDED_BLOCKS.bits()]);
             crc32c::crc32c_append(crc, tail)
         }
         _ => crc32c::crc32c(prefix),
@@ -144,7 +139,7 @@ impl ChunkIndex {
     /// `InvalidFormat` if the body's length does not match its chunk count, a chunk does not start
     /// where the previous one ended (bytes or items), or the totals disagree with the entries.
     pub fn parse(body: &[u8]) -> Result<Self> {
-        let mut cursor = Cursor { bytes: body, at: 0 };
+        let mut cursor = Cursor(Reader::new(body));
         let declared_payload = cursor.u64()?;
         let declared_uncompressed = cursor.u64()?;
         let count = cursor.u32()?;
@@ -326,35 +321,28 @@ impl ChunkIndex {
     }
 }
 
-/// A bounds-checked little-endian reader over an index body.
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
+/// The index body's fields, read through the shared codec; a field past the end of the body is
+/// `Truncated` at its offset.
+struct Cursor<'a>(Reader<'a>);
 
-impl Cursor<'_> {
-    fn take<const N: usize>(&mut self) -> Result<[u8; N]> {
-        let end = self.at.checked_add(N);
-        let Some(slice) = end.and_then(|end| self.bytes.get(self.at..end)) else {
-            return Err(crate::Error::truncated(
-                Section::ChunkIndex,
-                self.at as u64,
-                N as u64,
-                self.bytes.len().saturating_sub(self.at) as u64,
-            ));
-        };
-        let mut out = [0u8; N];
-        out.copy_from_slice(slice);
-        self.at += N;
-        Ok(out)
+impl<'a> Cursor<'a> {
+    fn field<T>(
+        &mut self,
+        len: usize,
+        read: impl FnOnce(&mut Reader<'a>) -> Option<T>,
+    ) -> Result<T> {
+        let (at, left) = (self.0.position(), self.0.rest().len());
+        read(&mut self.0).ok_or_else(|| {
+            crate::Error::truncated(Section::ChunkIndex, at as u64, len as u64, left as u64)
+        })
     }
 
     fn u64(&mut self) -> Result<u64> {
-        self.take().map(u64::from_le_bytes)
+        self.field(8, Reader::u64)
     }
 
     fn u32(&mut self) -> Result<u32> {
-        self.take().map(u32::from_le_bytes)
+        self.field(4, Reader::u32)
     }
 }
 

@@ -7,6 +7,7 @@
 
 use core::fmt;
 
+use crate::codec::{Reader, Writer};
 use crate::error::{Error, FormatError, Result, Section};
 
 /// Size of the fixed header in bytes.
@@ -161,7 +162,10 @@ impl fmt::Display for Compression {
     }
 }
 
-/// The flag byte at offset 21 (000 §3.2, 001 §3.2).
+/// Offset of the flags byte in the header (000 §3.2, 001 §3.2).
+pub const FLAGS_OFFSET: usize = 21;
+
+/// The flag byte at offset [`FLAGS_OFFSET`] (000 §3.2, 001 §3.2).
 ///
 /// The structural flags (ENCRYPTED, SIGNED, STREAMING, LICENSED, TRUENO_NATIVE) say which optional
 /// sections the file has; QUANTIZED (models only) says the payload holds integer weights.
@@ -181,6 +185,10 @@ impl Flags {
     pub const TRUENO_NATIVE: Self = Self(1 << 4);
     /// Bit 5 (models only): integer-quantized weights.
     pub const QUANTIZED: Self = Self(1 << 5);
+    /// The blocks added after the payload is written (SIGNED, LICENSED): a file is signed or
+    /// licensed after it is encrypted and indexed, so the encryption's associated data and the
+    /// index's `prefix_crc32c` cover the flags byte with these bits cleared.
+    pub const APPENDED_BLOCKS: Self = Self(Self::SIGNED.0 | Self::LICENSED.0);
 
     /// No flag set.
     #[must_use]
@@ -377,18 +385,25 @@ impl Header {
                 bytes.len() as u64,
             ));
         };
-        let u16_at = |at: usize| u16::from_le_bytes([header[at], header[at + 1]]);
-        let u32_at = |at: usize| {
-            u32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
-        };
-        let compression = Compression::from_id(header[20])?;
-        let flags = Flags::from_bits(format, header[21])?;
+        // Bytes 0-5 (magic, version) were checked by `identify`.
+        let mut fields = Reader::new(&header[6..]);
+        let (type_id, metadata_size, payload_size, uncompressed_size, compression, flags) = (
+            fields.u16(),
+            fields.u32(),
+            fields.u32(),
+            fields.u32(),
+            fields.u8(),
+            fields.u8(),
+        );
+        let (schema_size, rows) = (fields.u16(), fields.u64());
+        // `header` is HEADER_LEN bytes: every field is present.
+        fn read<T>(field: Option<T>) -> Result<T> {
+            field.ok_or_else(|| Error::truncated(Section::Header, 0, HEADER_LEN as u64, 0))
+        }
+        let compression = Compression::from_id(read(compression)?)?;
+        let flags = Flags::from_bits(format, read(flags)?)?;
         let (schema_size, num_rows) = match format {
-            Format::Dataset => {
-                let mut rows = [0u8; 8];
-                rows.copy_from_slice(&header[24..32]);
-                (u16_at(22), u64::from_le_bytes(rows))
-            }
+            Format::Dataset => (read(schema_size)?, read(rows)?),
             Format::Model => {
                 // 001 §3: bytes 22-31 are reserved and zero-filled.
                 if let Some(at) = (22..32).find(|&at| header[at] != 0) {
@@ -404,10 +419,10 @@ impl Header {
         Self::new(HeaderFields {
             format,
             version,
-            type_id: u16_at(6),
-            metadata_size: u32_at(8),
-            payload_size: DeclaredSize::from_raw(u32_at(12)),
-            uncompressed_size: DeclaredSize::from_raw(u32_at(16)),
+            type_id: read(type_id)?,
+            metadata_size: read(metadata_size)?,
+            payload_size: DeclaredSize::from_raw(read(payload_size)?),
+            uncompressed_size: DeclaredSize::from_raw(read(uncompressed_size)?),
             compression,
             flags,
             schema_size,
@@ -419,21 +434,26 @@ impl Header {
     #[must_use]
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let f = &self.fields;
-        let mut out = [0u8; HEADER_LEN];
-        out[0..4].copy_from_slice(&f.format.magic());
-        out[4] = f.version.major;
-        out[5] = f.version.minor;
-        out[6..8].copy_from_slice(&f.type_id.to_le_bytes());
-        out[8..12].copy_from_slice(&f.metadata_size.to_le_bytes());
-        out[12..16].copy_from_slice(&f.payload_size.raw().to_le_bytes());
-        out[16..20].copy_from_slice(&f.uncompressed_size.raw().to_le_bytes());
-        out[20] = f.compression.id();
-        out[21] = f.flags.bits();
+        let mut out = Vec::with_capacity(HEADER_LEN);
+        let mut writer = Writer::new(&mut out);
+        writer
+            .bytes(&f.format.magic())
+            .u8(f.version.major)
+            .u8(f.version.minor)
+            .u16(f.type_id)
+            .u32(f.metadata_size)
+            .u32(f.payload_size.raw())
+            .u32(f.uncompressed_size.raw())
+            .u8(f.compression.id())
+            .u8(f.flags.bits());
         if f.format == Format::Dataset {
-            out[22..24].copy_from_slice(&f.schema_size.to_le_bytes());
-            out[24..32].copy_from_slice(&f.num_rows.to_le_bytes());
+            writer.u16(f.schema_size).u64(f.num_rows);
         }
-        out
+        // Models: bytes 22-31 are reserved and zero (001 §3).
+        out.resize(HEADER_LEN, 0);
+        let mut header = [0u8; HEADER_LEN];
+        header.copy_from_slice(&out);
+        header
     }
 
     /// The validated fields.

@@ -12,6 +12,7 @@
 //! chunk index's consistency with the header, and that nothing follows the last section.
 
 use crate::chunk_index::{ChunkIndex, masked_prefix_crc32c};
+use crate::codec::Reader;
 use crate::error::{Error, FormatError, Result, Section};
 use crate::header::{CHECKSUM_LEN, Compression, DeclaredSize, Flags, Format, HEADER_LEN, Header};
 
@@ -220,7 +221,7 @@ pub(crate) fn walk_lazy(
 ) -> Result<(Layout, Option<ChunkIndex>, bool)> {
     let mut source = bytes;
     let (head, _) = identify_head(&mut source, expected)?;
-    let raw_flags = head[21];
+    let raw_flags = head[crate::FLAGS_OFFSET];
     let streaming = raw_flags & Flags::STREAMING.bits() != 0;
     let trueno = raw_flags & Flags::TRUENO_NATIVE.bits() != 0;
     if !streaming && !trueno {
@@ -230,9 +231,11 @@ pub(crate) fn walk_lazy(
     // unless the prefix CRC-32C below matches.
     let format =
         Format::from_magic([head[0], head[1], head[2], head[3]]).unwrap_or(Format::Dataset);
-    let metadata_size = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
+    // The size fields as the header lays them out; `Header::parse` checks the rest below.
+    let mut fields = Reader::new(&head[8..]);
+    let metadata_size = fields.u32().unwrap_or_default();
     let schema_size = match format {
-        Format::Dataset => u16::from_le_bytes([head[22], head[23]]),
+        Format::Dataset => Reader::new(&head[22..]).u16().unwrap_or_default(),
         Format::Model => 0,
     };
     let checksum_offset = ByteSource::len(&source) - CHECKSUM_LEN as u64;
@@ -259,19 +262,15 @@ pub(crate) fn walk_lazy(
     }
     let field = usize::try_from(index.end() - crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN as u64)
         .map_err(|_| Error::InvalidArgument("index beyond memory"))?;
-    let stored = u32::from_le_bytes([
-        bytes[field],
-        bytes[field + 1],
-        bytes[field + 2],
-        bytes[field + 3],
-    ]);
+    let stored = Reader::new(&bytes[field..]).u32().unwrap_or_default();
     let computed = masked_prefix_crc32c(&bytes[..field]);
     if stored != computed {
         return Err(Error::ChecksumMismatch { stored, computed });
     }
     let header = Header::parse(&head)?;
-    let trailer = &bytes[bytes.len() - CHECKSUM_LEN..];
-    let checksum = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
+    let checksum = Reader::new(&bytes[bytes.len() - CHECKSUM_LEN..])
+        .u32()
+        .unwrap_or_default();
     let mut source = bytes;
     walk_sections(&mut source, header, checksum, false).map(|(layout, index)| (layout, index, true))
 }
@@ -377,7 +376,7 @@ fn check_prefix_crc(source: &mut impl ByteSource, span: Span, what: &'static str
     source.read_exact_at(0, &mut prefix)?;
     let (covered, stored) =
         prefix.split_at(prefix.len() - crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN);
-    let stored = u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]]);
+    let stored = Reader::new(stored).u32().unwrap_or_default();
     let computed = masked_prefix_crc32c(covered);
     debug_assert_eq!(covered.len() as u64, field);
     if computed != stored {

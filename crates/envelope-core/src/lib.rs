@@ -35,6 +35,7 @@
 //! uncompressed files from memory.
 
 mod chunk_index;
+pub mod codec;
 pub mod compression;
 mod envelope;
 mod error;
@@ -56,8 +57,8 @@ pub use error::{
     SignatureFailure,
 };
 pub use header::{
-    CHECKSUM_LEN, Compression, DeclaredSize, Flags, Format, HEADER_LEN, Header, HeaderFields,
-    SIZE_IN_CHUNK_INDEX, Version, identify,
+    CHECKSUM_LEN, Compression, DeclaredSize, FLAGS_OFFSET, Flags, Format, HEADER_LEN, Header,
+    HeaderFields, SIZE_IN_CHUNK_INDEX, Version, identify,
 };
 pub use layout::{FRAME_PREFIX_LEN, Layout, Span};
 pub use limits::{LimitExceeded, LimitKind, Limits};

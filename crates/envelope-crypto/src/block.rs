@@ -5,6 +5,7 @@
 //! Every field is fixed-size and the body length must be exactly what the mode and count imply,
 //! so there is one encoding per block and no byte of it goes unchecked.
 
+use envelope_core::codec::{Reader, Writer};
 use envelope_core::{DecryptionFailure, Error, Result};
 
 use crate::keys::{Argon2Params, KEY_LEN, RECIPIENT_HASH_LEN, SALT_LEN};
@@ -75,19 +76,20 @@ fn malformed() -> Error {
     Error::DecryptionFailed(DecryptionFailure::Malformed)
 }
 
-struct Cursor<'a>(&'a [u8]);
+/// The block's fields, read through the envelope's codec; any short read is `Malformed`.
+struct Cursor<'a>(Reader<'a>);
 
 impl Cursor<'_> {
     fn take<const N: usize>(&mut self) -> Result<[u8; N]> {
-        let (head, rest) = self.0.split_at_checked(N).ok_or_else(malformed)?;
-        self.0 = rest;
-        let mut out = [0u8; N];
-        out.copy_from_slice(head);
-        Ok(out)
+        self.0.array().ok_or_else(malformed)
+    }
+
+    fn u16(&mut self) -> Result<u16> {
+        self.0.u16().ok_or_else(malformed)
     }
 
     fn u32(&mut self) -> Result<u32> {
-        self.take::<4>().map(u32::from_le_bytes)
+        self.0.u32().ok_or_else(malformed)
     }
 
     fn stanza(&mut self) -> Result<RecipientStanza> {
@@ -116,7 +118,7 @@ impl EncryptionBlock {
     /// parameters outside the limits, a recipient count of 0 or above [`MAX_RECIPIENTS`], or a
     /// body length other than the one the mode implies.
     pub fn parse(body: &[u8]) -> Result<Self> {
-        let mut cursor = Cursor(body);
+        let mut cursor = Cursor(Reader::new(body));
         let [mode, suite] = cursor.take::<2>()?;
         if suite != SUITE_AES256GCM_STREAM_V1 {
             return Err(malformed());
@@ -142,12 +144,12 @@ impl EncryptionBlock {
             }
             MODE_RECIPIENT => KeySource::Recipient(cursor.stanza()?),
             MODE_MULTI_RECIPIENT => {
-                let count = u16::from_le_bytes(cursor.take()?);
+                let count = cursor.u16()?;
                 if count == 0 || count > MAX_RECIPIENTS {
                     return Err(malformed());
                 }
                 // The length check comes before any allocation sized by `count`.
-                if cursor.0.len() != usize::from(count) * MULTI_ENTRY_LEN {
+                if cursor.0.rest().len() != usize::from(count) * MULTI_ENTRY_LEN {
                     return Err(malformed());
                 }
                 let mut entries = Vec::with_capacity(usize::from(count));
@@ -176,19 +178,23 @@ impl EncryptionBlock {
     /// `Usage` if a multi-recipient block has no entries or more than [`MAX_RECIPIENTS`].
     pub fn encode(&self) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(BLOCK_PREFIX_LEN + 40);
-        out.push(self.mode());
-        out.push(SUITE_AES256GCM_STREAM_V1);
-        out.extend_from_slice(&self.segment_size.to_le_bytes());
+        let mut writer = Writer::new(&mut out);
+        writer
+            .u8(self.mode())
+            .u8(SUITE_AES256GCM_STREAM_V1)
+            .u32(self.segment_size);
         match &self.source {
             KeySource::Password { params, salt } => {
-                out.extend_from_slice(&params.m_cost_kib.to_le_bytes());
-                out.extend_from_slice(&params.t_cost.to_le_bytes());
-                out.extend_from_slice(&params.p_cost.to_le_bytes());
-                out.extend_from_slice(salt);
+                writer
+                    .u32(params.m_cost_kib)
+                    .u32(params.t_cost)
+                    .u32(params.p_cost)
+                    .bytes(salt);
             }
             KeySource::Recipient(stanza) => {
-                out.extend_from_slice(&stanza.ephemeral_pub);
-                out.extend_from_slice(&stanza.recipient_hash);
+                writer
+                    .bytes(&stanza.ephemeral_pub)
+                    .bytes(&stanza.recipient_hash);
             }
             KeySource::MultiRecipient(entries) => {
                 let count = u16::try_from(entries.len())
@@ -197,11 +203,12 @@ impl EncryptionBlock {
                     .ok_or(Error::InvalidArgument(
                         "multi-recipient encryption needs 1 to 1024 recipients",
                     ))?;
-                out.extend_from_slice(&count.to_le_bytes());
+                writer.u16(count);
                 for entry in entries {
-                    out.extend_from_slice(&entry.stanza.ephemeral_pub);
-                    out.extend_from_slice(&entry.stanza.recipient_hash);
-                    out.extend_from_slice(&entry.wrapped);
+                    writer
+                        .bytes(&entry.stanza.ephemeral_pub)
+                        .bytes(&entry.stanza.recipient_hash)
+                        .bytes(&entry.wrapped);
                 }
             }
         }

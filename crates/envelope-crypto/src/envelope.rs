@@ -26,11 +26,6 @@ use crate::stream::{
     DEFAULT_SEGMENT_SIZE, MAX_SEGMENT_SIZE, MIN_SEGMENT_SIZE, Stream, ciphertext_len,
 };
 
-/// Offset of the flags byte in the header.
-const FLAGS_OFFSET: usize = 21;
-/// Flags that are left out of the associated data: their blocks follow the payload and are added
-/// after encryption; the signature binds them instead.
-const UNBOUND_FLAGS: u8 = Flags::SIGNED.bits() | Flags::LICENSED.bits();
 /// The nonce of a wrapped content key: each wrapping key is used exactly once.
 const WRAP_NONCE: [u8; 12] = [0; 12];
 
@@ -81,10 +76,12 @@ impl Default for EncryptOptions {
 #[must_use]
 pub fn associated_data(bytes_before_payload: &[u8]) -> [u8; 32] {
     let mut hasher = Sha256::new();
-    match bytes_before_payload.split_at_checked(FLAGS_OFFSET) {
+    match bytes_before_payload.split_at_checked(envelope_core::FLAGS_OFFSET) {
         Some((head, tail)) if !tail.is_empty() => {
             hasher.update(head);
-            hasher.update([tail[0] & !UNBOUND_FLAGS]);
+            // SIGNED and LICENSED are left out: their blocks follow the payload and are added
+            // after encryption; the signature binds them instead.
+            hasher.update([tail[0] & !Flags::APPENDED_BLOCKS.bits()]);
             hasher.update(&tail[1..]);
         }
         _ => hasher.update(bytes_before_payload),

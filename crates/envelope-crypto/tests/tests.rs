@@ -17,7 +17,7 @@ use proptest::prelude::*;
 
 mod vectors;
 use vectors::{
-    CHEAP, CountingRng, KAT_PASSWORD, KAT_SEGMENT, alice, bob, data, eve, fail_vectors, fix_crc,
+    CHEAP, CountingRng, KAT_PASSWORD, KAT_SEGMENT, alice, bob, data, eve, fail_vectors,
     kat_payload, kat_vectors, plain_parts, streaming_parts,
 };
 
@@ -183,7 +183,7 @@ fn every_bit_before_and_in_the_payload_is_bound() {
         for bit in 0..8 {
             let mut bad = bytes.clone();
             bad[index] ^= 1 << bit;
-            fix_crc(&mut bad);
+            test_support::fix_crc32_trailer(&mut bad);
             let error = decrypt(&bad, DecryptionKey::Recipient(&alice)).unwrap_err();
             assert!(
                 matches!(
@@ -232,7 +232,7 @@ fn one_chunk_of_a_streaming_file_decrypts_alone_and_chunks_cannot_be_swapped() {
     let mut swapped = bytes.clone();
     swapped[r0..r0 + len].copy_from_slice(&bytes[r1..r1 + len]);
     swapped[r1..r1 + len].copy_from_slice(&bytes[r0..r0 + len]);
-    fix_crc(&mut swapped);
+    test_support::fix_crc32_trailer(&mut swapped);
     let error = decrypt(&swapped, DecryptionKey::Password(&password)).unwrap_err();
     assert!(
         matches!(error, Error::DecryptionFailed(DecryptionFailure::Failed)),
@@ -247,7 +247,7 @@ fn hostile_kdf_parameters_are_refused_as_malformed() {
     let block = envelope.layout().span(Section::Encryption).unwrap();
     let m = usize::try_from(block.offset).unwrap() + 6;
     bytes[m..m + 4].copy_from_slice(&(64u32 << 20).to_le_bytes()); // 64 GiB
-    fix_crc(&mut bytes);
+    test_support::fix_crc32_trailer(&mut bytes);
     let password = Password::new(KAT_PASSWORD);
     let error = decrypt(&bytes, DecryptionKey::Password(&password)).unwrap_err();
     assert!(

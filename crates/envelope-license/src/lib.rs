@@ -35,6 +35,7 @@
 #[cfg(feature = "commercial")]
 pub mod commercial;
 
+use envelope_core::codec::{Reader, Writer};
 use envelope_core::{Envelope, Error, FormatError, Result, Section};
 use sha2::{Digest as _, Sha256};
 use uuid::Uuid;
@@ -176,18 +177,17 @@ impl LicenseBlock {
     /// custom-terms length that disagrees with the body or exceeds [`MAX_CUSTOM_TERMS`],
     /// reserved flag bits set, or `expires_at < issued_at` under EXPIRATION_ENFORCED.
     pub fn parse(body: &[u8]) -> Result<Self> {
-        let fixed = body
-            .get(..FIXED_LEN)
-            .ok_or_else(|| malformed("shorter than the 75-byte fixed part"))?;
-        let (id, rest) = fixed.split_at(16);
-        let (hash, rest) = rest.split_at(32);
-        let (issued, rest) = rest.split_at(8);
-        let (expires, rest) = rest.split_at(8);
-        let (flags, rest) = rest.split_at(1);
-        let (seats, rest) = rest.split_at(2);
-        let (queries, terms_len) = rest.split_at(4);
-        let terms_len = u32::from_le_bytes(terms_len.try_into().map_err(|_| malformed("length"))?);
-        let terms = &body[FIXED_LEN..];
+        let short = || malformed("shorter than the 75-byte fixed part");
+        let mut fields = Reader::new(body);
+        let license_id = Uuid::from_bytes(fields.array().ok_or_else(short)?);
+        let licensee_hash = fields.array().ok_or_else(short)?;
+        let issued_at = fields.u64().ok_or_else(short)?;
+        let expires_at = fields.u64().ok_or_else(short)?;
+        let flags = fields.u8().ok_or_else(short)?;
+        let seat_limit = fields.u16().ok_or_else(short)?;
+        let query_limit = fields.u32().ok_or_else(short)?;
+        let terms_len = fields.u32().ok_or_else(short)?;
+        let terms = fields.rest();
         if usize::try_from(terms_len).ok() != Some(terms.len()) {
             return Err(malformed(
                 "custom_terms_len disagrees with the bytes that follow",
@@ -196,20 +196,14 @@ impl LicenseBlock {
         if terms.len() > MAX_CUSTOM_TERMS {
             return Err(malformed("custom terms longer than 1 MiB"));
         }
-        let u64_of = |bytes: &[u8]| {
-            bytes
-                .try_into()
-                .map(u64::from_le_bytes)
-                .map_err(|_| malformed("length"))
-        };
         let block = Self {
-            license_id: Uuid::from_bytes(id.try_into().map_err(|_| malformed("length"))?),
-            licensee_hash: hash.try_into().map_err(|_| malformed("length"))?,
-            issued_at: u64_of(issued)?,
-            expires_at: u64_of(expires)?,
-            flags: LicenseFlags::from_bits(flags[0])?,
-            seat_limit: u16::from_le_bytes(seats.try_into().map_err(|_| malformed("length"))?),
-            query_limit: u32::from_le_bytes(queries.try_into().map_err(|_| malformed("length"))?),
+            license_id,
+            licensee_hash,
+            issued_at,
+            expires_at,
+            flags: LicenseFlags::from_bits(flags)?,
+            seat_limit,
+            query_limit,
             custom_terms: terms.to_vec(),
         };
         block.validate()?;
@@ -238,15 +232,16 @@ impl LicenseBlock {
         let terms_len = u32::try_from(self.custom_terms.len())
             .map_err(|_| malformed("custom terms longer than 1 MiB"))?;
         let mut out = Vec::with_capacity(FIXED_LEN + self.custom_terms.len());
-        out.extend_from_slice(self.license_id.as_bytes());
-        out.extend_from_slice(&self.licensee_hash);
-        out.extend_from_slice(&self.issued_at.to_le_bytes());
-        out.extend_from_slice(&self.expires_at.to_le_bytes());
-        out.push(self.flags.bits());
-        out.extend_from_slice(&self.seat_limit.to_le_bytes());
-        out.extend_from_slice(&self.query_limit.to_le_bytes());
-        out.extend_from_slice(&terms_len.to_le_bytes());
-        out.extend_from_slice(&self.custom_terms);
+        Writer::new(&mut out)
+            .bytes(self.license_id.as_bytes())
+            .bytes(&self.licensee_hash)
+            .u64(self.issued_at)
+            .u64(self.expires_at)
+            .u8(self.flags.bits())
+            .u16(self.seat_limit)
+            .u32(self.query_limit)
+            .u32(terms_len)
+            .bytes(&self.custom_terms);
         Ok(out)
     }
 
@@ -282,6 +277,33 @@ pub fn read_license<B: AsRef<[u8]>>(envelope: &Envelope<B>) -> Result<Option<Lic
         .section(Section::License)
         .map(LicenseBlock::parse)
         .transpose()
+}
+
+/// The license policy every loader applies (ald, apr and the CLIs alike): the license block of a
+/// verified envelope, if any, checked at `now_unix`. Without a time, a license that enforces
+/// expiry is refused (`Usage`): a loader cannot say "valid" without knowing when it is. Call it
+/// after the signature policy, so that the license acted on is one the signer wrote.
+///
+/// # Errors
+/// As [`LicenseBlock::parse`], then `LicenseExpired`, or `Usage` for an expiring license and no
+/// time.
+pub fn check_license<B: AsRef<[u8]>>(
+    envelope: &Envelope<B>,
+    now_unix: Option<u64>,
+) -> Result<Option<LicenseBlock>> {
+    let license = read_license(envelope)?;
+    if let Some(license) = &license {
+        match now_unix {
+            Some(now) => license.check(now)?,
+            None if license.flags.contains(LicenseFlags::EXPIRATION_ENFORCED) => {
+                return Err(Error::InvalidArgument(
+                    "the file's license enforces expiry: pass the current time (now_unix)",
+                ));
+            }
+            None => {}
+        }
+    }
+    Ok(license)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use aes_gcm::aead::AeadInPlace;
 use aes_gcm::{Aes256Gcm, KeyInit, Nonce, Tag};
 use base64ct::{Base64, Encoding};
 use ed25519_dalek::{SigningKey, VerifyingKey};
+use envelope_core::codec::{Reader, Writer};
 use envelope_core::{DecryptionFailure, Error, Result};
 use envelope_crypto::{
     Argon2Params, CryptoRngCore, Password, RecipientPublicKey, RecipientSecretKey, SALT_LEN,
@@ -226,17 +227,18 @@ impl Identity {
         let mut nonce = [0u8; 12];
         rng.fill_bytes(&mut nonce);
         let mut out = Vec::with_capacity(KEY_FILE_LEN);
-        out.extend_from_slice(&KEY_FILE_MAGIC);
-        out.push(KEY_FILE_VERSION);
-        out.push(KEY_FILE_KDF_ARGON2ID);
-        for value in [params.m_cost_kib, params.t_cost, params.p_cost] {
-            out.extend_from_slice(&value.to_le_bytes());
-        }
-        out.extend_from_slice(&salt);
-        out.extend_from_slice(&nonce);
-        out.extend_from_slice(self.signing_public_key().as_bytes());
-        out.extend_from_slice(self.recipient_public_key().as_bytes());
-        out.extend_from_slice(self.seed.as_ref());
+        Writer::new(&mut out)
+            .bytes(&KEY_FILE_MAGIC)
+            .u8(KEY_FILE_VERSION)
+            .u8(KEY_FILE_KDF_ARGON2ID)
+            .u32(params.m_cost_kib)
+            .u32(params.t_cost)
+            .u32(params.p_cost)
+            .bytes(&salt)
+            .bytes(&nonce)
+            .bytes(self.signing_public_key().as_bytes())
+            .bytes(self.recipient_public_key().as_bytes())
+            .bytes(self.seed.as_ref());
         let key = params.derive_key(password, &salt)?;
         let cipher = Aes256Gcm::new(key.as_ref().into());
         let (aad, seed) = out.split_at_mut(KEY_FILE_AAD_LEN);
@@ -254,45 +256,48 @@ impl Identity {
     /// outside the limits; `Failed` for a wrong password or an altered byte (including the public
     /// keys, which are associated data and are checked against the seed).
     pub fn open(file: &[u8], password: &Password) -> Result<Self> {
-        if file.len() != KEY_FILE_LEN
-            || file[..8] != KEY_FILE_MAGIC
-            || file[8] != KEY_FILE_VERSION
-            || file[9] != KEY_FILE_KDF_ARGON2ID
+        if file.len() != KEY_FILE_LEN {
+            return Err(malformed());
+        }
+        // The layout of docs/signing.md §4; the length check above makes every read succeed.
+        let mut fields = Reader::new(file);
+        let (magic, version, kdf) = (fields.array::<8>(), fields.u8(), fields.u8());
+        if magic != Some(KEY_FILE_MAGIC)
+            || version != Some(KEY_FILE_VERSION)
+            || kdf != Some(KEY_FILE_KDF_ARGON2ID)
         {
             return Err(malformed());
         }
-        let u32_at = |at: usize| {
-            let mut bytes = [0u8; 4];
-            bytes.copy_from_slice(&file[at..at + 4]);
-            u32::from_le_bytes(bytes)
-        };
         let params = Argon2Params {
-            m_cost_kib: u32_at(10),
-            t_cost: u32_at(14),
-            p_cost: u32_at(18),
+            m_cost_kib: fields.u32().ok_or_else(malformed)?,
+            t_cost: fields.u32().ok_or_else(malformed)?,
+            p_cost: fields.u32().ok_or_else(malformed)?,
         };
         // Key files get the tighter ceiling: opening one must not need more memory than a small
         // machine has (docs/signing.md §4).
         if !params.is_within_key_file_limits() {
             return Err(malformed());
         }
-        let mut salt = [0u8; SALT_LEN];
-        salt.copy_from_slice(&file[22..38]);
+        let salt: [u8; SALT_LEN] = fields.array().ok_or_else(malformed)?;
+        let nonce: [u8; 12] = fields.array().ok_or_else(malformed)?;
+        let signing_public: [u8; 32] = fields.array().ok_or_else(malformed)?;
+        let recipient_public: [u8; 32] = fields.array().ok_or_else(malformed)?;
+        debug_assert_eq!(fields.position(), KEY_FILE_AAD_LEN);
+        let mut seed = Zeroizing::new(fields.array::<SEED_LEN>().ok_or_else(malformed)?);
+        let tag = fields.take(fields.rest().len()).ok_or_else(malformed)?;
         let key = params.derive_key(password, &salt)?;
         let cipher = Aes256Gcm::new(key.as_ref().into());
-        let mut seed = Zeroizing::new([0u8; SEED_LEN]);
-        seed.copy_from_slice(&file[KEY_FILE_AAD_LEN..KEY_FILE_AAD_LEN + SEED_LEN]);
         cipher
             .decrypt_in_place_detached(
-                Nonce::from_slice(&file[38..50]),
+                Nonce::from_slice(&nonce),
                 &file[..KEY_FILE_AAD_LEN],
                 seed.as_mut(),
-                Tag::from_slice(&file[KEY_FILE_AAD_LEN + SEED_LEN..]),
+                Tag::from_slice(tag),
             )
             .map_err(|_| Error::DecryptionFailed(DecryptionFailure::Failed))?;
         let identity = Self { seed };
-        if identity.signing_public_key().as_bytes()[..] != file[50..82]
-            || identity.recipient_public_key().as_bytes()[..] != file[82..114]
+        if *identity.signing_public_key().as_bytes() != signing_public
+            || *identity.recipient_public_key().as_bytes() != recipient_public
         {
             return Err(Error::DecryptionFailed(DecryptionFailure::Failed));
         }

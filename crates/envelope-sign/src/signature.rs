@@ -131,9 +131,7 @@ pub fn sign(bytes: &[u8], key: &SigningKey) -> Result<Vec<u8>> {
         signature: ed25519_dalek::Signer::sign(key, &message).to_bytes(),
     };
     out[offset..offset + SIGNATURE_BLOCK_LEN].copy_from_slice(&block.encode());
-    let end = out.len() - envelope_core::CHECKSUM_LEN;
-    let crc = crc32fast::hash(&out[..end]);
-    out[end..].copy_from_slice(&crc.to_le_bytes());
+    envelope_core::codec::rewrite_trailer(&mut out);
     Ok(out)
 }
 

@@ -15,8 +15,7 @@ use proptest::prelude::*;
 
 mod vectors;
 use vectors::{
-    CHEAP, CountingRng, KAT_PASSWORD, data, fail_vectors, fix_crc, kat_vectors, model, publisher,
-    trusted,
+    CHEAP, CountingRng, KAT_PASSWORD, data, fail_vectors, kat_vectors, model, publisher, trusted,
 };
 
 #[test]
@@ -110,7 +109,7 @@ fn the_policy_refuses_unsigned_untrusted_and_altered_files() {
         .unwrap();
     let at = usize::try_from(span.offset).unwrap() + 1;
     forged[at..at + 32].copy_from_slice(publisher().signing_public_key().as_bytes());
-    fix_crc(&mut forged);
+    test_support::fix_crc32_trailer(&mut forged);
     assert!(matches!(
         check(&forged, &trusted()),
         Err(Error::SignatureInvalid(SignatureFailure::Mismatch))
@@ -128,7 +127,7 @@ fn clearing_the_signed_flag_does_not_slip_past() {
     let signed = std::fs::read(data("kat_signed.apr")).unwrap();
     let mut cleared = signed.clone();
     cleared[21] &= !0x02;
-    fix_crc(&mut cleared);
+    test_support::fix_crc32_trailer(&mut cleared);
     assert_eq!(
         check(&cleared, &trusted()).unwrap_err().signal(),
         Signal::InvalidFormat
@@ -158,7 +157,7 @@ fn signing_an_encrypted_file_keeps_it_decryptable_and_signed_bytes_include_the_l
     let license = envelope.layout().span(Section::License).unwrap();
     let mut bad = bytes.clone();
     bad[usize::try_from(license.offset).unwrap()] ^= 0x20;
-    fix_crc(&mut bad);
+    test_support::fix_crc32_trailer(&mut bad);
     assert!(matches!(
         check(&bad, &trusted()),
         Err(Error::SignatureInvalid(SignatureFailure::Mismatch))
@@ -218,7 +217,7 @@ fn every_bit_of_an_encrypted_signed_file_is_caught_by_the_right_signal() {
             if index >= crc_at {
                 continue;
             }
-            fix_crc(&mut bad);
+            test_support::fix_crc32_trailer(&mut bad);
             let fixed = load(&bad).unwrap_err().signal();
             let allowed: &[Signal] = match index {
                 0..4 => &[Signal::InvalidFormat],
@@ -264,7 +263,7 @@ fn without_a_policy_flips_before_and_in_the_payload_are_decryption_failures() {
     for index in 6..payload_end {
         let mut bad = bytes.clone();
         bad[index] ^= 0x04;
-        fix_crc(&mut bad);
+        test_support::fix_crc32_trailer(&mut bad);
         let result = Envelope::parse_any(&bad[..]).and_then(|envelope| {
             Decryptor::new(&envelope, DecryptionKey::Recipient(&secret))?.payload()
         });
@@ -300,7 +299,7 @@ proptest! {
         let index = 6 + flip.index(signed.len() - 10);
         let mut bad = signed.clone();
         bad[index] ^= 0x80;
-        fix_crc(&mut bad);
+        test_support::fix_crc32_trailer(&mut bad);
         prop_assert!(check(&bad, &trusted).is_err());
     }
 }
@@ -362,7 +361,7 @@ fn python_verifies_rust_signatures_and_rust_verifies_python_signatures() {
     // A flipped byte (CRC fixed) must fail in Python too.
     let mut bad = std::fs::read(data("kat_signed.apr")).unwrap();
     bad[33] ^= 1;
-    fix_crc(&mut bad);
+    test_support::fix_crc32_trailer(&mut bad);
     let dir = tempfile::tempdir().unwrap();
     let bad_path = dir.path().join("bad.apr");
     std::fs::write(&bad_path, &bad).unwrap();

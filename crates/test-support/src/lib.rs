@@ -9,8 +9,26 @@
 /// If `bytes` is shorter than the trailer.
 pub fn fix_crc32_trailer(bytes: &mut [u8]) {
     let end = bytes.len() - 4;
-    let crc = crc32fast::hash(&bytes[..end]);
+    let crc = crc32(&bytes[..end]);
     bytes[end..].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// CRC-32 (IEEE, the envelope's trailer), bit by bit: an oracle independent of the `crc32fast`
+/// the crates under test use.
+#[must_use]
+pub fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = 0xFFFF_FFFF_u32;
+    for &byte in bytes {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
 }
 
 /// The CRC-32C lookup table (reflected polynomial 0x82F63B78).

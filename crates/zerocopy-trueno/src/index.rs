@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use envelope_core::codec::{Reader, Writer};
 use envelope_core::{Error, Format, FormatError, Result, Section};
 
 use crate::dtype::{BackendHint, DType};
@@ -119,41 +120,38 @@ fn malformed(reason: &'static str) -> Error {
     })
 }
 
-/// A bounds-checked little-endian reader.
-struct Cursor<'a> {
-    bytes: &'a [u8],
-}
+/// The index's fields, read through the envelope's codec; a short read means an entry runs past
+/// the end of the index.
+struct Cursor<'a>(Reader<'a>);
 
 impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        if self.bytes.len() < n {
-            return Err(malformed("an entry runs past the end of the index"));
-        }
-        let (head, tail) = self.bytes.split_at(n);
-        self.bytes = tail;
-        Ok(head)
+    fn field<T>(&mut self, read: impl FnOnce(&mut Reader<'a>) -> Option<T>) -> Result<T> {
+        read(&mut self.0).ok_or_else(|| malformed("an entry runs past the end of the index"))
     }
 
-    fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
-        let mut out = [0u8; N];
-        out.copy_from_slice(self.take(N)?);
-        Ok(out)
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        self.field(|reader| reader.take(n))
     }
 
     fn u8(&mut self) -> Result<u8> {
-        Ok(self.array::<1>()?[0])
+        self.field(Reader::u8)
     }
 
     fn u16(&mut self) -> Result<u16> {
-        self.array().map(u16::from_le_bytes)
+        self.field(Reader::u16)
     }
 
     fn u32(&mut self) -> Result<u32> {
-        self.array().map(u32::from_le_bytes)
+        self.field(Reader::u32)
     }
 
     fn u64(&mut self) -> Result<u64> {
-        self.array().map(u64::from_le_bytes)
+        self.field(Reader::u64)
+    }
+
+    /// The bytes not read yet.
+    fn rest(&self) -> &'a [u8] {
+        self.0.rest()
     }
 }
 
@@ -328,7 +326,8 @@ impl TensorIndex {
         let count = u32::try_from(self.entries.len())
             .map_err(|_| Error::InvalidArgument("more than u32::MAX tensors"))?;
         let mut out = Vec::new();
-        out.extend_from_slice(&count.to_le_bytes());
+        let mut writer = Writer::new(&mut out);
+        writer.u32(count);
         for entry in &self.entries {
             let dtype = entry.dtype.code(format).ok_or(Error::InvalidArgument(
                 "this element type does not exist in the file format's table",
@@ -336,16 +335,21 @@ impl TensorIndex {
             let name_len = u16::try_from(entry.name.len())
                 .map_err(|_| Error::InvalidArgument("a tensor name is longer than 65,535 bytes"))?;
             let ndims = u8::try_from(entry.shape.len()).unwrap_or(u8::MAX);
-            out.extend_from_slice(&fnv1a64(&entry.name).to_le_bytes());
-            out.extend_from_slice(&[dtype, ndims, entry.alignment, entry.backend.code()]);
+            writer
+                .u64(fnv1a64(&entry.name))
+                .u8(dtype)
+                .u8(ndims)
+                .u8(entry.alignment)
+                .u8(entry.backend.code());
             for value in entry.shape.iter().chain(&entry.strides) {
-                out.extend_from_slice(&value.to_le_bytes());
+                writer.u64(*value);
             }
-            out.extend_from_slice(&entry.offset.to_le_bytes());
-            out.extend_from_slice(&entry.size_bytes.to_le_bytes());
-            out.extend_from_slice(&entry.crc32c.to_le_bytes());
-            out.extend_from_slice(&name_len.to_le_bytes());
-            out.extend_from_slice(entry.name.as_bytes());
+            writer
+                .u64(entry.offset)
+                .u64(entry.size_bytes)
+                .u32(entry.crc32c)
+                .u16(name_len)
+                .bytes(entry.name.as_bytes());
         }
         out.resize(out.len() + padding + PREFIX_CRC_LEN, 0);
         Ok(out)
@@ -361,15 +365,14 @@ impl TensorIndex {
             .len()
             .checked_sub(PREFIX_CRC_LEN)
             .ok_or_else(|| malformed("shorter than its 4-byte prefix_crc32c"))?;
-        let mut cursor = Cursor {
-            bytes: &body[..entries_end],
-        };
+        let mut cursor = Cursor(Reader::new(&body[..entries_end]));
         let count = cursor.u32()?;
         // The count is untrusted: every entry takes at least MIN_ENTRY_LEN bytes.
-        if usize::try_from(count).map_or(true, |count| count > cursor.bytes.len() / MIN_ENTRY_LEN) {
+        if usize::try_from(count).map_or(true, |count| count > cursor.rest().len() / MIN_ENTRY_LEN)
+        {
             return Err(malformed("tensor_count exceeds what the index can hold"));
         }
-        let mut entries = Vec::with_capacity(cursor.bytes.len() / MIN_ENTRY_LEN);
+        let mut entries = Vec::with_capacity(cursor.rest().len() / MIN_ENTRY_LEN);
         for _ in 0..count {
             let hash = cursor.u64()?;
             let dtype = DType::from_code(format, cursor.u8()?)
@@ -408,10 +411,10 @@ impl TensorIndex {
                 crc32c,
             });
         }
-        if cursor.bytes.iter().any(|&byte| byte != 0) {
+        if cursor.rest().iter().any(|&byte| byte != 0) {
             return Err(malformed("non-zero bytes after the last entry"));
         }
-        if cursor.bytes.len() as u64 >= ALIGNMENT {
+        if cursor.rest().len() as u64 >= ALIGNMENT {
             return Err(malformed("64 or more padding bytes"));
         }
         Self::new(entries)

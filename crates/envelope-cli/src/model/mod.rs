@@ -239,28 +239,23 @@ fn open(
     trusted_keys: Option<&PathBuf>,
     expect_type: Option<&String>,
 ) -> anyhow::Result<AprFile<MappedFile>> {
-    // Under a signature requirement the file is held still (a private snapshot), so that the
-    // tensors used are the bytes whose signature was checked (SECURITY.md).
-    let mode = if trusted_keys.is_some() {
-        mapped_file::Mode::Snapshot
-    } else {
-        mapped_file::Mode::Map
+    // The library's load order (signature, license, model type); under a signature requirement
+    // it holds the file still, so the tensors used are the bytes whose signature was checked.
+    let trusted = trusted_keys
+        .map(|dir| cli_support::keys::trusted_keys(dir))
+        .transpose()?;
+    let options = apr::LoadOptions {
+        expected_type: expect_type
+            .map(|name| ModelType::from_name(name))
+            .transpose()?,
+        now_unix: Some(crate::security::unix_now()?),
+        signature: trusted
+            .as_ref()
+            .map(|trusted| envelope_sign::Policy::RequireSignature { trusted }),
+        limits: crate::limits(),
     };
-    let envelope = MappedFile::open_with(path, mode)
-        .map_err(envelope_core::Error::from)
-        .and_then(|map| envelope_core::Envelope::parse_lazy(map, envelope_core::Format::Model))
-        .with_context(|| path.display().to_string())?
-        .with_limits(crate::limits());
-    let keys = KeyOptions {
-        trusted_keys: trusted_keys.cloned(),
-        ..KeyOptions::default()
-    };
-    keys.check_signature(&envelope)?;
-    crate::security::check_license(&envelope)?;
-    if let Some(name) = expect_type {
-        ModelType::from_name(name)?.expect(envelope.header().type_id())?;
-    }
-    let file = AprFile::from_envelope(envelope)?;
+    let file =
+        apr::fs::open_verified(path, &options).with_context(|| path.display().to_string())?;
     if file.envelope().header().flags().contains(Flags::ENCRYPTED) {
         return Err(anyhow::anyhow!(
             "{}; decrypt the model first with `apr decrypt`",

@@ -154,7 +154,7 @@ pub(crate) fn fail_vectors() -> Vec<(&'static str, Vec<u8>)> {
     let file = |name: &str| vectors.iter().find(|(n, _)| *n == name).unwrap().1.clone();
     let mut type_changed = file("kat_recipient.apr");
     type_changed[6] ^= 0x02;
-    fix_crc(&mut type_changed);
+    test_support::fix_crc32_trailer(&mut type_changed);
     let mut hostile = file("kat_password.ald");
     let block = usize::try_from(
         Envelope::parse_any(&hostile[..])
@@ -166,7 +166,7 @@ pub(crate) fn fail_vectors() -> Vec<(&'static str, Vec<u8>)> {
     )
     .unwrap();
     hostile[block + 6..block + 10].copy_from_slice(&(64u32 << 20).to_le_bytes());
-    fix_crc(&mut hostile);
+    test_support::fix_crc32_trailer(&mut hostile);
     let recipient = file("kat_recipient.apr");
     let payload = usize::try_from(
         Envelope::parse_any(&recipient[..])
@@ -180,33 +180,10 @@ pub(crate) fn fail_vectors() -> Vec<(&'static str, Vec<u8>)> {
     let mut swapped = recipient.clone();
     swapped[payload..payload + 1040].copy_from_slice(&recipient[payload + 1040..payload + 2080]);
     swapped[payload + 1040..payload + 2080].copy_from_slice(&recipient[payload..payload + 1040]);
-    fix_crc(&mut swapped);
+    test_support::fix_crc32_trailer(&mut swapped);
     vec![
         ("fail_type_id_changed.DecryptionFailed.apr", type_changed),
         ("fail_argon2_64GiB.DecryptionFailed.ald", hostile),
         ("fail_segments_swapped.DecryptionFailed.apr", swapped),
     ]
-}
-
-/// Recomputes the CRC32 trailer after an edit, as an attacker would.
-pub(crate) fn fix_crc(bytes: &mut [u8]) {
-    let end = bytes.len() - 4;
-    let crc = crc32(&bytes[..end]);
-    bytes[end..].copy_from_slice(&crc.to_le_bytes());
-}
-
-pub(crate) fn crc32(bytes: &[u8]) -> u32 {
-    // CRC-32/ISO-HDLC, bitwise (test code; the library uses crc32fast).
-    let mut crc = !0u32;
-    for &byte in bytes {
-        crc ^= u32::from(byte);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
 }

@@ -93,7 +93,7 @@ pub(crate) fn fail_vectors() -> Vec<(&'static str, Vec<u8>)> {
     let signed = sign(&model(b"weights"), &publisher().signing_key()).unwrap();
     let mut changed = signed.clone();
     changed[0x2a] ^= 0x20; // the first payload byte: "weights" -> "Weights"
-    fix_crc(&mut changed);
+    test_support::fix_crc32_trailer(&mut changed);
     let stranger = sign(
         &model(b"weights"),
         &Identity::from_seed([1; 32]).signing_key(),
@@ -104,10 +104,4 @@ pub(crate) fn fail_vectors() -> Vec<(&'static str, Vec<u8>)> {
         ("fail_untrusted_signer.SignatureInvalid.apr", stranger),
         ("fail_unsigned.SignatureInvalid.apr", model(b"weights")),
     ]
-}
-
-pub(crate) fn fix_crc(bytes: &mut [u8]) {
-    let end = bytes.len() - 4;
-    let crc = crc32fast::hash(&bytes[..end]);
-    bytes[end..].copy_from_slice(&crc.to_le_bytes());
 }
