@@ -307,9 +307,7 @@ fn info_verify_finds_a_damaged_array_that_a_lazy_info_does_not_read() {
     let mut bytes = std::fs::read(dir.join("zero.ald")).unwrap();
     bytes[at] ^= 0x20;
     // The CRC32 trailer recomputed, as a careless tool would: only the array's CRC-32C is left.
-    let end = bytes.len() - 4;
-    let crc = crc32fast_hash(&bytes[..end]);
-    bytes[end..].copy_from_slice(&crc.to_le_bytes());
+    test_support::fix_crc32_trailer(&mut bytes);
     std::fs::write(dir.join("damaged.ald"), &bytes).unwrap();
 
     ok(dir, &["info", "damaged.ald"]);
@@ -319,23 +317,6 @@ fn info_verify_finds_a_damaged_array_that_a_lazy_info_does_not_read() {
         "ChecksumMismatch",
     );
     refused(dir, &["head", "damaged.ald"], "ChecksumMismatch");
-}
-
-/// CRC-32 (IEEE), bit by bit: the trailer of docs/envelope.md §1 (kept here so the test needs
-/// no extra dependency).
-fn crc32fast_hash(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for byte in bytes {
-        crc ^= u32::from(*byte);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xedb8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
 }
 
 #[test]

@@ -100,6 +100,7 @@ impl RawCsv {
         let mut reader = origin.reader(stage, progress)?;
         input::skip_bom(&mut reader)?;
         input::skip_lines(&mut reader, options.skip_rows)?;
+        let reader = Box::new(input::Utf8Checked::new(reader));
         let text = Schema::new(
             (0..columns)
                 .map(|column| Field::new(format!("f{column}"), DataType::Utf8, true))
@@ -123,7 +124,13 @@ impl RawCsv {
     /// The next batch of records (every column `Utf8`, an empty field null).
     fn next(&mut self) -> Result<Option<RecordBatch>> {
         loop {
-            let buffer = self.reader.fill_buf()?;
+            let buffer = self.reader.fill_buf().map_err(|error| {
+                if error.kind() == std::io::ErrorKind::InvalidData {
+                    foreign(FileKind::Csv, error.to_string())
+                } else {
+                    error.into()
+                }
+            })?;
             let decoded = self
                 .decoder
                 .decode(buffer)

@@ -13,7 +13,15 @@
 //!   within the input;
 //! - the footer (`FileMetaData`) is one such structure;
 //! - every column chunk lies within the file, no two overlap, and its pages (header, then
-//!   `compressed_page_size` bytes) fill it exactly, each header one such structure.
+//!   `compressed_page_size` bytes) fill it exactly, each header one such structure;
+//! - walked as parquet reads it: parquet reads a field it knows by the type it expects, whatever
+//!   type the field's header declares, and skips the others (booleans in a skipped collection
+//!   take no bytes). A walk that skipped every field by its declared type would disagree with
+//!   parquet about where the next field starts, and parquet would go on to parse bytes the walk
+//!   never checked (the fuzz target's second finding: a known field declared as a list, read by
+//!   parquet as an integer, then a list of 2^31 doubles skipped one `io::copy` at a time). So in a
+//!   page header every field parquet knows must be declared with a type whose bytes parquet reads
+//!   the same way ([`PAGE_HEADER`]), and skipped fields follow parquet's skip.
 //!
 //! Reading every page header once costs a pass over the headers, not the data (page bodies are
 //! skipped by their declared size).
@@ -95,14 +103,16 @@ impl<'a> Compact<'a> {
         Ok(count)
     }
 
-    /// Skips a value of compact type `kind`; `in_collection` for list, set and map elements,
-    /// where booleans take a byte.
-    fn value(&mut self, kind: u8, in_collection: bool, depth: u8) -> Walk<()> {
+    /// Skips a value of compact type `kind` as parquet's `skip` does.
+    fn value(&mut self, kind: u8, depth: u8) -> Walk<()> {
         let depth = depth
             .checked_sub(1)
             .ok_or("Thrift values nested deeper than 64 levels")?;
+        // Booleans take no bytes, in a collection too: that is how parquet's skip reads them
+        // (the compact protocol stores a byte per element, but what matters here is agreeing
+        // with parquet on where the next value starts). `count` still bounds a collection of
+        // them by the bytes that remain.
         match kind {
-            1 | 2 if in_collection => self.skip(1),
             1 | 2 => Ok(()),
             3 => self.skip(1),
             4..=6 => self.varint().map(drop),
@@ -120,7 +130,7 @@ impl<'a> Compact<'a> {
                 };
                 let count = self.count(count, 1)?;
                 for _ in 0..count {
-                    self.value(element, true, depth)?;
+                    self.value(element, depth)?;
                 }
                 Ok(())
             }
@@ -132,8 +142,8 @@ impl<'a> Compact<'a> {
                 let types = self.byte()?;
                 let count = self.count(count, 2)?;
                 for _ in 0..count {
-                    self.value(types >> 4, true, depth)?;
-                    self.value(types & 0x0F, true, depth)?;
+                    self.value(types >> 4, depth)?;
+                    self.value(types & 0x0F, depth)?;
                 }
                 Ok(())
             }
@@ -175,9 +185,83 @@ impl<'a> Compact<'a> {
             };
             last_id = id;
             if !field(id, kind, self)? {
-                self.value(kind, false, depth)?;
+                self.value(kind, depth)?;
             }
         }
+    }
+}
+
+/// How parquet reads a field it knows (the Thrift IDL of parquet 60's page headers).
+#[derive(Debug, Clone, Copy)]
+enum Known {
+    /// An `i32` or an enum: a zigzag varint, which is what I16, I32 and I64 fields hold too.
+    Int,
+    /// A `bool`: the value is in the field header, no bytes follow.
+    Bool,
+    /// A struct parquet reads with these known fields.
+    Struct(&'static [(i16, Known)]),
+}
+
+/// `DataPageHeader` as `read_thrift_without_stats` reads it (statistics, field 5, skipped).
+const DATA_PAGE_HEADER: &[(i16, Known)] = &[
+    (1, Known::Int),
+    (2, Known::Int),
+    (3, Known::Int),
+    (4, Known::Int),
+];
+/// `DictionaryPageHeader`: num_values, encoding, is_sorted.
+const DICTIONARY_PAGE_HEADER: &[(i16, Known)] =
+    &[(1, Known::Int), (2, Known::Int), (3, Known::Bool)];
+/// `DataPageHeaderV2` as `read_thrift_without_stats` reads it (statistics, field 8, skipped).
+const DATA_PAGE_HEADER_V2: &[(i16, Known)] = &[
+    (1, Known::Int),
+    (2, Known::Int),
+    (3, Known::Int),
+    (4, Known::Int),
+    (5, Known::Int),
+    (6, Known::Int),
+    (7, Known::Bool),
+];
+/// `PageHeader`: type, uncompressed and compressed size, crc, then one of the four headers
+/// (`IndexPageHeader` has no fields).
+const PAGE_HEADER: &[(i16, Known)] = &[
+    (1, Known::Int),
+    (2, Known::Int),
+    (3, Known::Int),
+    (4, Known::Int),
+    (5, Known::Struct(DATA_PAGE_HEADER)),
+    (6, Known::Struct(&[])),
+    (7, Known::Struct(DICTIONARY_PAGE_HEADER)),
+    (8, Known::Struct(DATA_PAGE_HEADER_V2)),
+];
+
+impl Compact<'_> {
+    /// Walks a struct parquet reads with the known fields `known`: each must be declared with a
+    /// type parquet's read of it agrees with; the rest are skipped as parquet skips them.
+    /// `on_int` sees every known integer field of this struct (not of nested ones).
+    fn known_struct(
+        &mut self,
+        known: &'static [(i16, Known)],
+        depth: u8,
+        on_int: &mut dyn FnMut(i16, i32),
+    ) -> Walk<()> {
+        let depth = depth
+            .checked_sub(1)
+            .ok_or("Thrift values nested deeper than 64 levels")?;
+        self.fields(depth, |id, kind, walker| {
+            let Some(&(_, expected)) = known.iter().find(|(known_id, _)| *known_id == id) else {
+                return Ok(false);
+            };
+            match (expected, kind) {
+                (Known::Int, 4..=6) => on_int(id, walker.i32()?),
+                (Known::Bool, 1 | 2) => {}
+                (Known::Struct(fields), 12) => {
+                    walker.known_struct(fields, depth, &mut |_, _| {})?
+                }
+                _ => return Err("a page header field of another type than parquet reads"),
+            }
+            Ok(true)
+        })
     }
 }
 
@@ -207,7 +291,7 @@ pub(crate) fn check_footer(
         .map_err(|_| foreign(FileKind::Parquet, "a footer too large"))?;
     let footer = read(start, len)?;
     Compact::new(&footer)
-        .value(12, false, MAX_DEPTH)
+        .value(12, MAX_DEPTH)
         .map_err(|reason| foreign(FileKind::Parquet, format!("the footer: {reason}")))
 }
 
@@ -281,12 +365,10 @@ const PAGE_HEADER_WINDOW: u64 = 4096;
 fn page_header(bytes: &[u8]) -> Walk<(u64, u64)> {
     let mut walker = Compact::new(bytes);
     let mut compressed = None;
-    walker.fields(MAX_DEPTH, |id, kind, walker| {
-        if id == 3 && kind == 5 {
-            compressed = Some(walker.i32()?);
-            return Ok(true);
+    walker.known_struct(PAGE_HEADER, MAX_DEPTH, &mut |id, value| {
+        if id == 3 {
+            compressed = Some(value);
         }
-        Ok(false)
     })?;
     let body = compressed
         .and_then(|size| u64::try_from(size).ok())
@@ -302,31 +384,23 @@ mod tests {
     fn collections_larger_than_their_bytes_are_refused_in_linear_time() {
         // A struct with field 1 a list of 2^31 - 1 booleans: 7 bytes, declaring 2^31 elements.
         let list_of_bools = [0x19, 0xF1, 0xFF, 0xFF, 0xFF, 0xFF, 0x07, 0x00];
-        assert!(
-            Compact::new(&list_of_bools)
-                .value(12, false, MAX_DEPTH)
-                .is_err()
-        );
+        assert!(Compact::new(&list_of_bools).value(12, MAX_DEPTH).is_err());
         // A double past the end.
-        assert!(
-            Compact::new(&[0x17, 1, 2, 3])
-                .value(12, false, MAX_DEPTH)
-                .is_err()
-        );
+        assert!(Compact::new(&[0x17, 1, 2, 3]).value(12, MAX_DEPTH).is_err());
         // A map of 2^31 entries.
         let map = [0x1B, 0xFF, 0xFF, 0xFF, 0xFF, 0x07, 0x11, 0x00];
-        assert!(Compact::new(&map).value(12, false, MAX_DEPTH).is_err());
+        assert!(Compact::new(&map).value(12, MAX_DEPTH).is_err());
         // Too deep.
         let mut deep = vec![0x1C; 70];
         deep.extend(vec![0; 71]);
-        assert!(Compact::new(&deep).value(12, false, MAX_DEPTH).is_err());
+        assert!(Compact::new(&deep).value(12, MAX_DEPTH).is_err());
     }
 
     #[test]
     fn valid_structs_are_walked_to_their_end() {
-        // {1: i32 -3, 2: list<bool> [true, false], 3: binary "ab", 5: struct {}} then stop.
+        // {1: i32 -3, 2: list<i32> [1, -1], 3: binary "ab", 5: struct {}} then stop.
         let bytes = [
-            0x15, 0x05, 0x19, 0x21, 0x01, 0x02, 0x18, 0x02, b'a', b'b', 0x2C, 0x00, 0x00,
+            0x15, 0x05, 0x19, 0x25, 0x02, 0x01, 0x18, 0x02, b'a', b'b', 0x2C, 0x00, 0x00,
         ];
         let mut walker = Compact::new(&bytes);
         let mut first = None;
@@ -340,5 +414,36 @@ mod tests {
             })
             .unwrap();
         assert_eq!((first, walker.at), (Some(-3), bytes.len()));
+    }
+
+    #[test]
+    fn skipped_booleans_take_no_bytes_as_in_parquets_skip() {
+        // {1: list<bool> of 1} then stop: parquet's skip reads no element bytes, so the stop
+        // byte follows the list header.
+        let bytes = [0x19, 0x11, 0x00];
+        let mut walker = Compact::new(&bytes);
+        walker.value(12, MAX_DEPTH).unwrap();
+        assert_eq!(walker.at, bytes.len());
+    }
+
+    /// The fuzz finding: parquet reads a field it knows by the type it expects, so a known field
+    /// declared with another type is refused (the walk and parquet would part ways there).
+    #[test]
+    fn known_page_header_fields_must_have_the_type_parquet_reads() {
+        // PageHeader {1: i32 0 (DATA_PAGE), 2: i32 1, 3: i32 1, 7: DictionaryPageHeader {..}}.
+        let good = [
+            0x15, 0x00, 0x15, 0x02, 0x15, 0x02, 0x4C, 0x15, 0x02, 0x15, 0x00, 0x11, 0x00, 0x00,
+        ];
+        assert_eq!(page_header(&good), Ok((good.len() as u64, 1)));
+        // The same with the dictionary header's num_values declared as a list of 2^31 doubles.
+        let mut bad = good[..7].to_vec();
+        bad.extend([0x19, 0xF7, 0xFF, 0xFF, 0xFF, 0xFF, 0x07, 0x00, 0x00]);
+        assert_eq!(
+            page_header(&bad),
+            Err("a page header field of another type than parquet reads")
+        );
+        // A known struct field declared as an integer.
+        let not_a_struct = [0x15, 0x00, 0x15, 0x02, 0x15, 0x02, 0x45, 0x02, 0x00];
+        assert!(page_header(&not_a_struct).is_err());
     }
 }
