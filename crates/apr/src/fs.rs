@@ -46,7 +46,7 @@ pub fn open_with(
     AprFile::from_envelope(Envelope::parse_lazy(bytes, Format::Model)?.with_limits(limits))
 }
 
-/// Opens a model file under `options` ([`LoadOptions`]: signature, license, model type, limits).
+/// Opens a model file under `options` ([`LoadOptions`](crate::LoadOptions): signature, license, model type, limits).
 /// Under a signature requirement the file is first held still (`mapped_file::Mode::Snapshot`: a
 /// private copy, mapped), so the tensors read later are the bytes whose signature was checked
 /// (SECURITY.md, "What was verified is what is used"); otherwise it is mapped.

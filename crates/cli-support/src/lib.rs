@@ -6,7 +6,8 @@
 //!   temporary files, and [`run::finish`]: one line on stderr naming what failed, a JSON error
 //!   object with `--json`, exit codes 0 / 1 / 2, and a quiet exit 0 when stdout is a closed pipe
 //!   (`fold verify | head`).
-//! - [`print`]: writing results to stdout without panicking on a closed pipe ([`say!`]).
+//! - [`print`](mod@print): writing results to stdout without panicking on a closed pipe
+//!   ([`say!`](crate::say)).
 //! - [`output`]: `-o/--output` (with `-` for stdout) and `--force`, turned into an
 //!   [`output_file::Destination`] checked before any work is done.
 //! - [`terminal`]: text that came from a file, escaped so it cannot drive the terminal.

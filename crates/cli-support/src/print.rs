@@ -1,7 +1,7 @@
 //! Results on stdout, without panicking when stdout is a closed pipe.
 //!
 //! `println!` panics when the reader has gone (`fold verify | head`): Rust ignores `SIGPIPE`, so
-//! the write fails with `BrokenPipe`. Every result goes through [`line`] (or [`say!`]) and
+//! the write fails with `BrokenPipe`. Every result goes through [`line`](fn@line) (or [`say!`](crate::say)) and
 //! [`json`], which return the error; [`crate::run::finish`] turns a `BrokenPipe` into a quiet exit
 //! with status 0. Notes and warnings go to stderr and never fail the command.
 
@@ -19,7 +19,7 @@ pub fn line(text: impl Display) -> io::Result<()> {
 /// Writes `value` as pretty-printed JSON and a newline to stdout.
 ///
 /// # Errors
-/// As [`line`].
+/// As [`line`](fn@line).
 pub fn json(value: &serde_json::Value) -> io::Result<()> {
     let mut out = io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, value).map_err(io::Error::from)?;
@@ -29,7 +29,7 @@ pub fn json(value: &serde_json::Value) -> io::Result<()> {
 /// Writes raw bytes to stdout (a chunk's content), then flushes.
 ///
 /// # Errors
-/// As [`line`].
+/// As [`line`](fn@line).
 pub fn bytes(data: &[u8]) -> io::Result<()> {
     let mut out = io::stdout().lock();
     out.write_all(data)?;
@@ -48,7 +48,7 @@ pub fn warn(text: impl Display) {
     let _ = writeln!(io::stderr().lock(), "warning: {text}");
 }
 
-/// `say!("{} rows", n)?`: [`line`] with `format!` arguments.
+/// `say!("{} rows", n)?`: [`line`](fn@line) with `format!` arguments.
 #[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {

@@ -3,7 +3,7 @@
 //!
 //! Every writer of the workspace (envelope files, interchange exports, GGUF and SafeTensors
 //! exports, key files, `.fold` containers, lineage checkpoints and the four CLIs) goes through
-//! [`write`] or [`write_dir`]. The rules, which are those of `cp`, `cargo` and `age`:
+//! [`write`](fn@write) or [`write_dir`]. The rules, which are those of `cp`, `cargo` and `age`:
 //!
 //! - **A regular file is replaced atomically.** The new content goes to a temporary file in the
 //!   destination's directory (named `.NAME.XXXXXX.tmp`, created exclusively, never through a

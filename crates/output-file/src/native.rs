@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-/// Buffer size of the writer handed to [`write`]'s closure.
+/// Buffer size of the writer handed to [`write`](fn@write)'s closure.
 pub const IO_BLOCK: usize = 1 << 20;
 
 /// What to do when the destination already exists.
@@ -254,7 +254,7 @@ fn parent_dir(path: &Path) -> PathBuf {
     }
 }
 
-/// The writer handed to [`write`]'s closure and held by a [`PendingFile`].
+/// The writer handed to [`write`](fn@write)'s closure and held by a [`PendingFile`].
 pub type Writer = BufWriter<File>;
 
 /// Writes `destination` through `write`, by the crate's rules: a regular file atomically
@@ -594,7 +594,7 @@ fn sync_directory(_dir: &Path) -> io::Result<()> {
 ///   removed.
 /// - Anything else at the destination (a file, a device) is refused.
 ///
-/// Files that `build` writes should be fsynced (write them with [`write`]); the directory itself
+/// Files that `build` writes should be fsynced (write them with [`write`](fn@write)); the directory itself
 /// is fsynced before it is moved into place.
 ///
 /// # Errors
