@@ -25,19 +25,14 @@
 
 use crate::codec::Reader;
 use crate::error::{FormatError, Result, Section};
-use crate::header::{FLAGS_OFFSET, Flags};
+use crate::header::feed_with_appended_flags_cleared;
 
 /// CRC-32C of `prefix` (file bytes from offset 0) with the SIGNED and LICENSED bits of the flags
 /// byte cleared: the value of `prefix_crc32c`.
 pub(crate) fn masked_prefix_crc32c(prefix: &[u8]) -> u32 {
-    match prefix.split_at_checked(FLAGS_OFFSET) {
-        Some((head, [flags, tail @ ..])) => {
-            let crc = crc32c::crc32c(head);
-            let crc = crc32c::crc32c_append(crc, &[flags & !Flags::APPENDED_BLOCKS.bits()]);
-            crc32c::crc32c_append(crc, tail)
-        }
-        _ => crc32c::crc32c(prefix),
-    }
+    let mut crc = 0;
+    feed_with_appended_flags_cleared(prefix, |piece| crc = crc32c::crc32c_append(crc, piece));
+    crc
 }
 
 /// Bytes before the first entry.

@@ -165,6 +165,21 @@ impl fmt::Display for Compression {
 /// Offset of the flags byte in the header (000 §3.2, 001 §3.2).
 pub const FLAGS_OFFSET: usize = 21;
 
+/// Hands `feed` the file prefix `prefix` (bytes from offset 0) in order, with the
+/// [`Flags::APPENDED_BLOCKS`] bits of its flags byte cleared: the bytes the chunk index's
+/// `prefix_crc32c` and the encryption's associated data cover, since a file is signed or licensed
+/// after it is indexed and encrypted. A prefix too short to hold the flags byte is fed as it is.
+pub fn feed_with_appended_flags_cleared(prefix: &[u8], mut feed: impl FnMut(&[u8])) {
+    match prefix.split_at_checked(FLAGS_OFFSET) {
+        Some((head, [flags, tail @ ..])) => {
+            feed(head);
+            feed(&[flags & !Flags::APPENDED_BLOCKS.bits()]);
+            feed(tail);
+        }
+        _ => feed(prefix),
+    }
+}
+
 /// The flag byte at offset [`FLAGS_OFFSET`] (000 §3.2, 001 §3.2).
 ///
 /// The structural flags (ENCRYPTED, SIGNED, STREAMING, LICENSED, TRUENO_NATIVE) say which optional

@@ -58,7 +58,7 @@ pub use error::{
 };
 pub use header::{
     CHECKSUM_LEN, Compression, DeclaredSize, FLAGS_OFFSET, Flags, Format, HEADER_LEN, Header,
-    HeaderFields, SIZE_IN_CHUNK_INDEX, Version, identify,
+    HeaderFields, SIZE_IN_CHUNK_INDEX, Version, feed_with_appended_flags_cleared, identify,
 };
 pub use layout::{FRAME_PREFIX_LEN, Layout, Span};
 pub use limits::{LimitExceeded, LimitKind, Limits};

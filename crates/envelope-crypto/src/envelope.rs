@@ -11,8 +11,7 @@ use aes_gcm::aead::{AeadInPlace, Nonce};
 use aes_gcm::{Aes256Gcm, Tag};
 use envelope_core::compression::decompress;
 use envelope_core::{
-    ChunkIndex, DecryptionFailure, Envelope, EnvelopeParts, Error, Flags, Format, Payload, Result,
-    Section,
+    ChunkIndex, DecryptionFailure, Envelope, EnvelopeParts, Error, Format, Payload, Result, Section,
 };
 use rand_core::CryptoRngCore;
 use sha2::{Digest, Sha256};
@@ -75,17 +74,12 @@ impl Default for EncryptOptions {
 /// cleared: the associated data of every segment.
 #[must_use]
 pub fn associated_data(bytes_before_payload: &[u8]) -> [u8; 32] {
+    // SIGNED and LICENSED are left out: their blocks follow the payload and are added after
+    // encryption; the signature binds them instead.
     let mut hasher = Sha256::new();
-    match bytes_before_payload.split_at_checked(envelope_core::FLAGS_OFFSET) {
-        Some((head, tail)) if !tail.is_empty() => {
-            hasher.update(head);
-            // SIGNED and LICENSED are left out: their blocks follow the payload and are added
-            // after encryption; the signature binds them instead.
-            hasher.update([tail[0] & !Flags::APPENDED_BLOCKS.bits()]);
-            hasher.update(&tail[1..]);
-        }
-        _ => hasher.update(bytes_before_payload),
-    }
+    envelope_core::feed_with_appended_flags_cleared(bytes_before_payload, |piece| {
+        hasher.update(piece);
+    });
     hasher.finalize().into()
 }
 
