@@ -7,7 +7,7 @@
 //! user passed `--force`, which is said before a long conversion starts, not after.
 
 use std::io::IsTerminal as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use clap::Args;
@@ -85,6 +85,31 @@ pub fn output_or_in_place(
     match output {
         Some(path) => destination(path, force, access, Content::Binary),
         None => Ok(in_place(input, access)),
+    }
+}
+
+/// The arguments of a command that rewrites FILE: without `-o`, FILE is replaced atomically by
+/// the result; with `-o OUT` (`-` for stdout) FILE is left as it is and OUT is written, an existing
+/// one only with `--force`.
+#[derive(Debug, Clone, Args)]
+pub struct InPlace {
+    /// The file to read (and, without -o, to replace).
+    pub file: PathBuf,
+    /// Write the result to OUT (`-` for stdout) instead of replacing FILE.
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Replace an existing output (`--force`).
+    #[command(flatten)]
+    pub force: Force,
+}
+
+impl InPlace {
+    /// Where the result goes: see [`output_or_in_place`].
+    ///
+    /// # Errors
+    /// As [`destination`].
+    pub fn target(&self, access: Access) -> anyhow::Result<Destination> {
+        output_or_in_place(self.output.as_deref(), &self.file, self.force, access)
     }
 }
 

@@ -277,6 +277,15 @@ pub fn run_with(path: &Path, tool: Tool, verify: bool, keys: &KeyOptions) -> any
     Ok(())
 }
 
+/// Flag names separated by spaces, or `-` for none.
+fn names_or_dash(names: &[&str]) -> String {
+    if names.is_empty() {
+        "-".to_owned()
+    } else {
+        names.join(" ")
+    }
+}
+
 /// Prints `report` for people; every string that came from the file is escaped for the terminal.
 ///
 /// # Errors
@@ -285,12 +294,7 @@ pub fn print_text(report: &Report) -> std::io::Result<()> {
     say!("{}", Safe(&report.path))?;
     say!("  format       {} {}", report.format, report.version)?;
     say!("  type         {}", report.type_id)?;
-    let flags = if report.flags.is_empty() {
-        "-".to_owned()
-    } else {
-        report.flags.join(" ")
-    };
-    say!("  flags        {flags}")?;
+    say!("  flags        {}", names_or_dash(&report.flags))?;
     say!("  compression  {}", report.compression)?;
     say!("  size         {} bytes", report.file_size)?;
     say!(
@@ -345,12 +349,7 @@ pub fn print_text(report: &Report) -> std::io::Result<()> {
         say!("    licensee   sha256 {}", license.licensee_hash)?;
         say!("    issued     {}", license.issued_at)?;
         say!("    expires    {}", license.expires_at)?;
-        let flags = if license.flags.is_empty() {
-            "-".to_owned()
-        } else {
-            license.flags.join(" ")
-        };
-        say!("    flags      {flags}")?;
+        say!("    flags      {}", names_or_dash(&license.flags))?;
         say!(
             "    limits     {} seats, {} queries",
             license.seat_limit,

@@ -48,6 +48,24 @@ impl LimitArgs {
     }
 }
 
+/// The options every command of `alimentar` and `apr` takes (docs/cli.md): `--json`, `--quiet`
+/// and the reader limits.
+#[derive(Debug, Clone, Args)]
+pub struct CommonArgs {
+    #[command(flatten)]
+    global: cli_support::run::GlobalArgs,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+impl CommonArgs {
+    /// Makes the options take effect for the rest of the process.
+    pub fn install(&self) {
+        self.global.install();
+        self.limits.install();
+    }
+}
+
 /// The limits every file is read under (the defaults until [`LimitArgs::install`]).
 #[must_use]
 pub fn limits() -> Limits {

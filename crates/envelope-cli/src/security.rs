@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand};
 use cli_support::keys::PasswordSource;
-use cli_support::output::{self, Access, Content, Destination, Force};
+use cli_support::output::{self, Access, Content, Destination, Force, InPlace};
 use envelope_core::{Envelope, EnvelopeParts, Error, Flags, Format, Section};
 use envelope_crypto::{
     Argon2Params, DecryptionKey, Decryptor, EncryptOptions, EncryptTo, OsRng, Password,
@@ -231,17 +231,12 @@ pub enum SecurityCommand {
     /// Sign FILE with the private key file KEY (every byte but the signature and CRC is covered).
     /// Without -o, FILE is replaced atomically by its signed version.
     Sign {
-        /// The file to sign.
-        file: PathBuf,
+        /// FILE, -o OUT and --force.
+        #[command(flatten)]
+        io: InPlace,
         /// The private key file (made by `keygen`).
         #[arg(long, value_name = "KEY")]
         key: PathBuf,
-        /// Write the signed file to OUT (`-` for stdout) instead of replacing FILE.
-        #[arg(short = 'o', long = "output", value_name = "OUT")]
-        output: Option<PathBuf>,
-        /// Replace an existing output (`--force`).
-        #[command(flatten)]
-        force: Force,
         /// Where the password comes from.
         #[command(flatten)]
         password: PasswordSource,
@@ -259,14 +254,9 @@ pub enum SecurityCommand {
     /// --recipient for multi-recipient). A signature is removed: sign the encrypted file. Without
     /// -o, FILE is replaced atomically by its encrypted version.
     Encrypt {
-        /// The file to encrypt.
-        file: PathBuf,
-        /// Write the encrypted file to OUT (`-` for stdout) instead of replacing FILE.
-        #[arg(short = 'o', long = "output", value_name = "OUT")]
-        output: Option<PathBuf>,
-        /// Replace an existing output (`--force`).
+        /// FILE, -o OUT and --force.
         #[command(flatten)]
-        force: Force,
+        io: InPlace,
         /// Encrypt with a password (from --password-file, the environment variable or a prompt).
         #[arg(long, conflicts_with = "recipient")]
         password: bool,
@@ -292,8 +282,9 @@ pub enum SecurityCommand {
     /// the encrypted data); replaces an existing license and signature. Without -o, FILE is
     /// replaced atomically.
     License {
-        /// The file to license.
-        file: PathBuf,
+        /// FILE, -o OUT and --force.
+        #[command(flatten)]
+        io: InPlace,
         /// Who the license is for; the file stores only the SHA-256 of this name.
         #[arg(long, value_name = "NAME")]
         licensee: String,
@@ -324,12 +315,6 @@ pub enum SecurityCommand {
         /// Custom terms: free text or a URL, stored as UTF-8 (at most 1 MiB).
         #[arg(long, value_name = "TEXT")]
         terms: Option<String>,
-        /// Write the licensed file to OUT (`-` for stdout) instead of replacing FILE.
-        #[arg(short = 'o', long = "output", value_name = "OUT")]
-        output: Option<PathBuf>,
-        /// Replace an existing output (`--force`).
-        #[command(flatten)]
-        force: Force,
         /// Where the key file's password comes from.
         #[command(flatten)]
         password: PasswordSource,
@@ -337,14 +322,9 @@ pub enum SecurityCommand {
     /// Decrypt FILE's payload (with --password / --password-file, or --key KEY). The plaintext
     /// is created 0600 (owner only), whatever the umask. Without -o, FILE is replaced atomically.
     Decrypt {
-        /// The file to decrypt.
-        file: PathBuf,
-        /// Write the decrypted file to OUT (`-` for stdout) instead of replacing FILE.
-        #[arg(short = 'o', long = "output", value_name = "OUT")]
-        output: Option<PathBuf>,
-        /// Replace an existing output (`--force`).
+        /// FILE, -o OUT and --force.
         #[command(flatten)]
-        force: Force,
+        io: InPlace,
         /// How to decrypt, and which signatures to require.
         #[command(flatten)]
         keys: KeyOptions,
@@ -411,18 +391,12 @@ pub fn run(tool: Tool, command: SecurityCommand) -> anyhow::Result<()> {
                 }),
             )
         }
-        SecurityCommand::Sign {
-            file,
-            key,
-            output,
-            force,
-            password,
-        } => {
-            let target =
-                output::output_or_in_place(output.as_deref(), &file, force, access_like(&file))?;
+        SecurityCommand::Sign { io, key, password } => {
+            let file = &io.file;
+            let target = io.target(access_like(file))?;
             let password = tool.password(&password, "key file password", false)?;
             let identity = cli_support::keys::read_identity(&key, &password)?;
-            let envelope = load(tool, &file)?;
+            let envelope = load(tool, file)?;
             let signed = envelope_sign::sign(envelope.as_bytes(), &identity.signing_key())?;
             write_bytes(&target, &signed)?;
             report_written(
@@ -461,18 +435,16 @@ pub fn run(tool: Tool, command: SecurityCommand) -> anyhow::Result<()> {
             Ok(())
         }
         SecurityCommand::Encrypt {
-            file,
-            output,
-            force,
+            io,
             password,
             password_source,
             recipient,
             kdf,
             trusted_keys: dir,
         } => {
-            let target =
-                output::output_or_in_place(output.as_deref(), &file, force, access_like(&file))?;
-            let envelope = load(tool, &file)?;
+            let file = &io.file;
+            let target = io.target(access_like(file))?;
+            let envelope = load(tool, file)?;
             if let Some(dir) = &dir {
                 let trusted = trusted_keys(dir)?;
                 Policy::RequireSignature { trusted: &trusted }.check(&envelope)?;
@@ -519,7 +491,7 @@ pub fn run(tool: Tool, command: SecurityCommand) -> anyhow::Result<()> {
             )
         }
         SecurityCommand::License {
-            file,
+            io,
             licensee,
             expires,
             key,
@@ -530,13 +502,11 @@ pub fn run(tool: Tool, command: SecurityCommand) -> anyhow::Result<()> {
             revocable,
             transferable,
             terms,
-            output,
-            force,
             password,
         } => {
-            let target =
-                output::output_or_in_place(output.as_deref(), &file, force, access_like(&file))?;
-            let envelope = load(tool, &file)?;
+            let file = &io.file;
+            let target = io.target(access_like(file))?;
+            let envelope = load(tool, file)?;
             let password = tool.password(&password, "key file password", false)?;
             let identity = cli_support::keys::read_identity(&key, &password)?;
             let now = unix_now()?;
@@ -593,15 +563,10 @@ pub fn run(tool: Tool, command: SecurityCommand) -> anyhow::Result<()> {
                 }),
             )
         }
-        SecurityCommand::Decrypt {
-            file,
-            output,
-            force,
-            keys,
-        } => {
-            let target =
-                output::output_or_in_place(output.as_deref(), &file, force, Access::Private)?;
-            let envelope = load(tool, &file)?;
+        SecurityCommand::Decrypt { io, keys } => {
+            let file = &io.file;
+            let target = io.target(Access::Private)?;
+            let envelope = load(tool, file)?;
             keys.check_signature(&envelope)?;
             check_license(&envelope)?;
             if !envelope.header().flags().contains(Flags::ENCRYPTED) {

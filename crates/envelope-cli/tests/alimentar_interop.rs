@@ -9,56 +9,51 @@
 //!   infers them; `Date64` and category order through Parquet for pyarrow, pandas and DuckDB;
 //!   nested columns in JSONL as polars writes and reads them.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-const ALIMENTAR: &str = env!("CARGO_BIN_EXE_alimentar");
+use crate::support::{ALIMENTAR, Scratch};
 
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/ald/interop.py")
+/// Runs one of the interop scripts under `tests/python/ald/` with `args`.
+fn script(name: &str, args: &[&str]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/python/ald")
+        .join(name);
+    let mut line = vec![script.to_str().unwrap()];
+    line.extend_from_slice(args);
+    crate::support::python(Path::new("."), line)
 }
 
 fn python(args: &[&str]) -> String {
-    run_python(&script(), args)
+    script("interop.py", args)
 }
 
-fn fidelity(args: &[&str]) -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/ald/fidelity.py");
-    run_python(&script, args)
+/// `alimentar convert` from each file of `chain` to the next.
+fn convert_along(ws: &Scratch, chain: &[&str]) {
+    for pair in chain.windows(2) {
+        ws.ok(ALIMENTAR, format!("convert {} {}", pair[0], pair[1]));
+    }
 }
 
-fn run_python(script: &Path, args: &[&str]) -> String {
-    let interpreter = std::env::var("INTEROP_PYTHON")
-        .expect("INTEROP_PYTHON names the interpreter of the interop venv");
-    let output = Command::new(interpreter)
-        .arg(script)
-        .args(args)
-        .output()
-        .expect("the interpreter runs");
-    assert!(
-        output.status.success(),
-        "interop.py {args:?}:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+/// A scratch directory holding the files `fidelity.py write-WHAT` makes there.
+fn written_by_fidelity(what: &str) -> Scratch {
+    let ws = Scratch::new();
+    script(
+        "fidelity.py",
+        &[&format!("write-{what}"), ws.dir().to_str().unwrap()],
     );
-    String::from_utf8(output.stdout).unwrap()
+    ws
 }
 
-fn alimentar(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new(ALIMENTAR)
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("alimentar runs");
-    assert!(
-        output.status.success(),
-        "alimentar {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
+/// `fidelity.py check-WHAT` on the directory: its report.
+fn fidelity_check(ws: &Scratch, what: &str) -> String {
+    let report = script(
+        "fidelity.py",
+        &[&format!("check-{what}"), ws.dir().to_str().unwrap()],
     );
-    String::from_utf8(output.stdout).unwrap()
+    report.trim().to_owned()
 }
 
-fn sample_csv(dir: &Path) {
+fn sample_csv(ws: &Scratch) {
     let mut csv = String::from("id,score,name,ok,day,at\n");
     for i in 0..3000 {
         let score = if i % 7 == 3 {
@@ -80,80 +75,40 @@ fn sample_csv(dir: &Path) {
             i % 1000
         ));
     }
-    std::fs::write(dir.join("data.csv"), csv).unwrap();
+    ws.write("data.csv", csv);
 }
 
-fn path(dir: &Path, name: &str) -> String {
-    dir.join(name).to_str().unwrap().to_owned()
+/// `interop.py same FILES...`: every file holds the same table; returns its report.
+fn same(ws: &Scratch, names: &str) -> String {
+    let files: Vec<String> = names.split_whitespace().map(|name| ws.path(name)).collect();
+    let mut args = vec!["same"];
+    args.extend(files.iter().map(String::as_str));
+    python(&args)
 }
 
 #[test]
 #[ignore = "interop: needs INTEROP_PYTHON (run by .ci/run)"]
 fn pyarrow_and_the_independent_reader_read_what_alimentar_writes() {
-    let dir = tempfile::tempdir().unwrap();
-    let dir = dir.path();
-    sample_csv(dir);
-    std::fs::write(
-        dir.join("card.json"),
-        br#"{"name": "interop", "version": "1.0.0"}"#,
-    )
-    .unwrap();
-    alimentar(
-        dir,
-        &[
-            "convert",
-            "data.csv",
-            "plain.ald",
-            "--compression",
-            "none",
-            "--card",
-            "card.json",
-        ],
-    );
-    alimentar(
-        dir,
-        &[
-            "convert",
-            "data.csv",
-            "zstd.ald",
-            "--compression",
-            "zstd-l3",
-        ],
-    );
-    alimentar(
-        dir,
-        &[
-            "convert",
-            "data.csv",
-            "stream.ald",
-            "--compression",
-            "zstd-l19",
-            "--streaming",
-            "--chunk-rows",
-            "256",
-        ],
-    );
-    alimentar(dir, &["convert", "stream.ald", "data.parquet"]);
-    alimentar(dir, &["convert", "plain.ald", "data.arrow"]);
-    let files: Vec<String> = [
-        "plain.ald",
-        "zstd.ald",
-        "stream.ald",
-        "data.parquet",
-        "data.arrow",
-    ]
-    .iter()
-    .map(|name| path(dir, name))
-    .collect();
-    let mut args = vec!["same"];
-    args.extend(files.iter().map(String::as_str));
-    assert!(python(&args).starts_with("same 3000 rows in 5 files"));
+    let ws = Scratch::new();
+    sample_csv(&ws);
+    ws.write("card.json", br#"{"name": "interop", "version": "1.0.0"}"#);
+    for args in [
+        "convert data.csv plain.ald --compression none --card card.json",
+        "convert data.csv zstd.ald --compression zstd-l3",
+        "convert data.csv stream.ald --compression zstd-l19 --streaming --chunk-rows 256",
+        "convert stream.ald data.parquet",
+        "convert plain.ald data.arrow",
+    ] {
+        ws.ok(ALIMENTAR, args);
+    }
+    let report = same(&ws, "plain.ald zstd.ald stream.ald data.parquet data.arrow");
+    assert!(report.starts_with("same 3000 rows in 5 files"), "{report}");
     assert_eq!(
-        python(&["chunks", &path(dir, "stream.ald")]).trim(),
+        python(&["chunks", &ws.path("stream.ald")]).trim(),
         "12 row groups"
     );
     assert_eq!(
-        python(&["card", &path(dir, "plain.ald"), "interop"]).trim(),
+        python(&["card", &ws.path("plain.ald"), "interop"]).trim(),
         "card ok"
     );
 }
@@ -161,50 +116,21 @@ fn pyarrow_and_the_independent_reader_read_what_alimentar_writes() {
 #[test]
 #[ignore = "interop: needs INTEROP_PYTHON (run by .ci/run)"]
 fn alimentar_reads_parquet_and_arrow_written_by_pyarrow() {
-    let dir = tempfile::tempdir().unwrap();
-    let dir = dir.path();
-    python(&["write-sample", dir.to_str().unwrap()]);
-    alimentar(
-        dir,
-        &[
-            "convert",
-            "py.parquet",
-            "py.ald",
-            "--compression",
-            "zstd-l3",
-        ],
-    );
-    alimentar(
-        dir,
-        &[
-            "convert",
-            "py.arrow",
-            "py-stream.ald",
-            "--streaming",
-            "--chunk-rows",
-            "333",
-            "--compression",
-            "none",
-        ],
-    );
-    alimentar(dir, &["convert", "py.ald", "back.parquet"]);
-    alimentar(dir, &["convert", "py-stream.ald", "back.arrow"]);
-    let files: Vec<String> = [
-        "py.arrow",
-        "py.parquet",
-        "py.ald",
-        "py-stream.ald",
-        "back.parquet",
-        "back.arrow",
-    ]
-    .iter()
-    .map(|name| path(dir, name))
-    .collect();
-    let mut args = vec!["same"];
-    args.extend(files.iter().map(String::as_str));
-    assert!(python(&args).starts_with("same 2000 rows in 6 files"));
+    let ws = Scratch::new();
+    python(&["write-sample", ws.dir().to_str().unwrap()]);
+    for args in [
+        "convert py.parquet py.ald --compression zstd-l3",
+        "convert py.arrow py-stream.ald --streaming --chunk-rows 333 --compression none",
+        "convert py.ald back.parquet",
+        "convert py-stream.ald back.arrow",
+    ] {
+        ws.ok(ALIMENTAR, args);
+    }
+    let files = "py.arrow py.parquet py.ald py-stream.ald back.parquet back.arrow";
+    let report = same(&ws, files);
+    assert!(report.starts_with("same 2000 rows in 6 files"), "{report}");
     assert_eq!(
-        python(&["chunks", &path(dir, "py-stream.ald")]).trim(),
+        python(&["chunks", &ws.path("py-stream.ald")]).trim(),
         "7 row groups"
     );
 }
@@ -212,38 +138,31 @@ fn alimentar_reads_parquet_and_arrow_written_by_pyarrow() {
 #[test]
 #[ignore = "interop: needs INTEROP_PYTHON (run by .ci/run)"]
 fn fidelity_named_time_zones_from_pandas_survive_head_csv_jsonl_and_parquet() {
-    let dir = tempfile::tempdir().unwrap();
-    let dir = dir.path();
-    let path = dir.to_str().unwrap();
-    fidelity(&["write-zones", path]);
-    alimentar(dir, &["convert", "zones.parquet", "zones.csv"]);
-    alimentar(dir, &["convert", "zones.parquet", "zones.jsonl"]);
-    alimentar(dir, &["convert", "zones.parquet", "zones.ald"]);
-    alimentar(dir, &["convert", "zones.ald", "back.parquet"]);
-    let table = alimentar(dir, &["head", "zones.ald"]);
+    let ws = written_by_fidelity("zones");
+    for output in ["zones.csv", "zones.jsonl", "zones.ald"] {
+        ws.ok(ALIMENTAR, format!("convert zones.parquet {output}"));
+    }
+    ws.ok(ALIMENTAR, "convert zones.ald back.parquet");
+    let table = ws.ok(ALIMENTAR, "head zones.ald");
     assert!(table.contains("2024-03-31T03:30:00+02:00"), "{table}");
-    std::fs::write(
-        dir.join("head.json"),
-        alimentar(dir, &["head", "zones.parquet", "--json"]),
-    )
-    .unwrap();
-    assert_eq!(fidelity(&["check-zones", path]).trim(), "zones ok");
+    ws.write("head.json", ws.ok(ALIMENTAR, "head zones.parquet --json"));
+    assert_eq!(fidelity_check(&ws, "zones"), "zones ok");
 }
 
 #[test]
 #[ignore = "interop: needs INTEROP_PYTHON (run by .ci/run)"]
 fn fidelity_csv_types_and_values_match_pyarrow() {
-    let dir = tempfile::tempdir().unwrap();
-    let dir = dir.path();
-    let path = dir.to_str().unwrap();
-    let names = fidelity(&["write-csv-types", path]);
+    let ws = Scratch::new();
+    let names = script(
+        "fidelity.py",
+        &["write-csv-types", ws.dir().to_str().unwrap()],
+    );
     for name in names.split_whitespace() {
-        let csv = format!("{name}.csv");
-        let schema = alimentar(dir, &["schema", &csv, "--json"]);
-        std::fs::write(dir.join(format!("{name}.schema.json")), schema).unwrap();
-        alimentar(dir, &["convert", &csv, &format!("{name}.parquet")]);
+        let schema = ws.ok(ALIMENTAR, format!("schema {name}.csv --json"));
+        ws.write(&format!("{name}.schema.json"), schema);
+        ws.ok(ALIMENTAR, format!("convert {name}.csv {name}.parquet"));
     }
-    let table = fidelity(&["check-csv-types", path]);
+    let table = fidelity_check(&ws, "csv-types");
     // The pyarrow-vs-alimentar table, for the record (`cargo test -- --nocapture`).
     #[allow(
         clippy::print_stdout,
@@ -252,39 +171,39 @@ fn fidelity_csv_types_and_values_match_pyarrow() {
     {
         println!("{table}");
     }
-    assert!(table.trim_end().ends_with("columns"), "{table}");
+    assert!(table.ends_with("columns"), "{table}");
+}
+
+/// Dictionary columns keep their category order and `Date64` stays `Date64` through Parquet for
+/// pyarrow, pandas and DuckDB; nested columns survive JSONL as polars writes and reads them.
+#[test]
+#[ignore = "interop: needs INTEROP_PYTHON (run by .ci/run)"]
+fn fidelity_date64_category_order_and_nested_columns_survive_parquet_and_jsonl() {
+    for (what, chain, report) in [
+        (
+            "dict",
+            ["cat.arrow", "cat.ald", "cat.parquet"],
+            "dictionary and date64 ok",
+        ),
+        (
+            "nested",
+            ["nested.arrow", "nested.ald", "nested.jsonl"],
+            "nested ok",
+        ),
+    ] {
+        let ws = written_by_fidelity(what);
+        convert_along(&ws, &chain);
+        assert_eq!(fidelity_check(&ws, what), report);
+    }
 }
 
 #[test]
 #[ignore = "interop: needs INTEROP_PYTHON (run by .ci/run)"]
-fn fidelity_date64_and_category_order_survive_parquet_for_pyarrow_pandas_and_duckdb() {
-    let dir = tempfile::tempdir().unwrap();
-    let dir = dir.path();
-    let path = dir.to_str().unwrap();
-    fidelity(&["write-dict", path]);
-    alimentar(dir, &["convert", "cat.arrow", "cat.ald"]);
-    alimentar(dir, &["convert", "cat.ald", "cat.parquet"]);
-    assert_eq!(
-        fidelity(&["check-dict", path]).trim(),
-        "dictionary and date64 ok"
-    );
-}
-
-#[test]
-#[ignore = "interop: needs INTEROP_PYTHON (run by .ci/run)"]
-fn fidelity_nested_columns_in_jsonl_as_polars_writes_them_and_refused_in_csv() {
-    let dir = tempfile::tempdir().unwrap();
-    let dir = dir.path();
-    let path = dir.to_str().unwrap();
-    fidelity(&["write-nested", path]);
-    alimentar(dir, &["convert", "nested.arrow", "nested.ald"]);
-    alimentar(dir, &["convert", "nested.ald", "nested.jsonl"]);
-    assert_eq!(fidelity(&["check-nested", path]).trim(), "nested ok");
-    let refused = Command::new(ALIMENTAR)
-        .current_dir(dir)
-        .args(["convert", "nested.ald", "nested.csv"])
-        .output()
-        .unwrap();
+fn nested_columns_from_polars_are_refused_in_csv_naming_the_column() {
+    let ws = written_by_fidelity("nested");
+    convert_along(&ws, &["nested.arrow", "nested.ald"]);
+    // A column the output format cannot hold fails the operation (exit 1), its signal is Usage.
+    let refused = ws.run(ALIMENTAR, "convert nested.ald nested.csv");
     let message = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(1), "{message}");
     assert!(
@@ -292,5 +211,5 @@ fn fidelity_nested_columns_in_jsonl_as_polars_writes_them_and_refused_in_csv() {
             && message.contains("column \"list\" (List(Int32)) cannot be written as CSV"),
         "{message}"
     );
-    assert!(!dir.join("nested.csv").exists());
+    assert!(!ws.exists("nested.csv"));
 }

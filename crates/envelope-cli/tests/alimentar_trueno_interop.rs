@@ -8,10 +8,7 @@
 //!
 //! Needs `INTEROP_PYTHON` (a venv made by `.ci/setup-python`), as the other interop tests.
 
-use std::path::Path;
-use std::process::Command;
-
-const ALIMENTAR: &str = env!("CARGO_BIN_EXE_alimentar");
+use crate::support::{ALIMENTAR, CommandLine, Scratch};
 
 /// The independent reader. Prints `ok ROWS COLUMNS` or exits non-zero naming the failed rule.
 const READER: &str = r#"
@@ -112,26 +109,10 @@ for path in sys.argv[2:]:
     print(f"ok {table.num_rows} {table.num_columns}")
 "#;
 
-fn alimentar(dir: &Path, args: &[&str]) {
-    let output = Command::new(ALIMENTAR)
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("alimentar runs");
-    assert!(
-        output.status.success(),
-        "alimentar {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
 #[test]
 #[ignore = "interop: needs INTEROP_PYTHON (run by .ci/run)"]
 fn an_independent_python_reader_gets_the_same_table_from_a_trueno_file() {
-    let interpreter = std::env::var("INTEROP_PYTHON")
-        .expect("INTEROP_PYTHON names the interpreter of the interop venv");
-    let dir = tempfile::tempdir().unwrap();
-    let dir = dir.path();
+    let ws = Scratch::new();
     // Int64, Float64 and a UInt8/Int32/Float32 trio through --schema; 1001 rows.
     let mut csv = String::from("id,x,small,mid,single\n");
     for i in 0..1001 {
@@ -143,54 +124,20 @@ fn an_independent_python_reader_gets_the_same_table_from_a_trueno_file() {
             f64::from(i % 97) * 0.5
         ));
     }
-    std::fs::write(dir.join("table.csv"), csv).unwrap();
+    ws.write("table.csv", csv);
     let schema = "id: Int64 not null, x: Float64, small: UInt8, mid: Int32, single: Float32";
-    alimentar(
-        dir,
-        &[
-            "convert",
-            "table.csv",
-            "zero.ald",
-            "--trueno-native",
-            "--schema",
-            schema,
-        ],
+    for (output, options) in [
+        ("zero.ald", "--trueno-native"),
+        ("chunked.ald", "--trueno-native --streaming"),
+        ("reference.arrow", ""),
+    ] {
+        let mut args = format!("convert table.csv {output} {options} --schema").to_args();
+        args.push(schema.to_owned());
+        ws.ok(ALIMENTAR, args);
+    }
+    let stdout = crate::support::python(
+        ws.dir(),
+        ["-c", READER, "reference.arrow", "zero.ald", "chunked.ald"],
     );
-    alimentar(
-        dir,
-        &[
-            "convert",
-            "table.csv",
-            "chunked.ald",
-            "--trueno-native",
-            "--streaming",
-            "--schema",
-            schema,
-        ],
-    );
-    alimentar(
-        dir,
-        &[
-            "convert",
-            "table.csv",
-            "reference.arrow",
-            "--schema",
-            schema,
-        ],
-    );
-    let output = Command::new(interpreter)
-        .current_dir(dir)
-        .args(["-c", READER, "reference.arrow", "zero.ald", "chunked.ald"])
-        .output()
-        .expect("the interpreter runs");
-    assert!(
-        output.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&output.stdout),
-        "ok 1001 5\nok 1001 5\n"
-    );
+    assert_eq!(stdout, "ok 1001 5\nok 1001 5\n");
 }

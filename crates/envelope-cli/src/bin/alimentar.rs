@@ -4,10 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use cli_support::run::GlobalArgs;
 use envelope_cli::dataset::{self, ConvertArgs, HeadArgs, SchemaArgs};
 use envelope_cli::security::{self, KeyOptions, SecurityCommand, Tool};
-use envelope_cli::{LimitArgs, finish};
+use envelope_cli::{CommonArgs, finish};
 
 /// Create, inspect, protect and read .ald datasets: Arrow tables in one file that proves where it
 /// came from (Ed25519), who may open it (AES-256-GCM) and that not one bit changed (CRC32).
@@ -20,9 +19,7 @@ use envelope_cli::{LimitArgs, finish};
 #[command(name = "alimentar", version, long_about)]
 struct Cli {
     #[command(flatten)]
-    global: GlobalArgs,
-    #[command(flatten)]
-    limits: LimitArgs,
+    common: CommonArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -70,8 +67,7 @@ enum Command {
 fn main() -> ExitCode {
     let tool = Tool::ALIMENTAR;
     let cli = Cli::parse();
-    cli.global.install();
-    cli.limits.install();
+    cli.common.install();
     let outcome = match cli.command {
         Command::Info { file, verify, keys } => dataset::info(&file, verify, &keys),
         Command::Convert(args) => dataset::convert(tool, &args),

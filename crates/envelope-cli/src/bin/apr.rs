@@ -4,10 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use cli_support::run::GlobalArgs;
 use envelope_cli::model::{self, ConvertArgs, ExportArgs, ImportArgs, QuantizeArgs};
 use envelope_cli::security::{self, KeyOptions, SecurityCommand, Tool};
-use envelope_cli::{LimitArgs, finish};
+use envelope_cli::{CommonArgs, finish};
 
 /// Create, inspect, protect, quantize and export .apr models: weights in one verified file,
 /// optionally encrypted, signed and licensed. Import SafeTensors, quantize (GGUF-compatible Q8_0,
@@ -20,9 +19,7 @@ use envelope_cli::{LimitArgs, finish};
 #[command(name = "apr", version, long_about)]
 struct Cli {
     #[command(flatten)]
-    global: GlobalArgs,
-    #[command(flatten)]
-    limits: LimitArgs,
+    common: CommonArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -66,8 +63,7 @@ enum Command {
 fn main() -> ExitCode {
     let tool = Tool::APR;
     let cli = Cli::parse();
-    cli.global.install();
-    cli.limits.install();
+    cli.common.install();
     let outcome = match cli.command {
         Command::Inspect {
             file,
