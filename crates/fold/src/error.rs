@@ -180,6 +180,9 @@ pub enum Error {
         kind: JsonErrorKind,
         /// Byte position inside the index.
         position: u64,
+        /// The strict JSON reader's refusal (its finer kind).
+        #[source]
+        source: strict_json::Error,
     },
     /// 002 §6: a field of the index is missing or malformed.
     #[error("§6 index field {field}{}: {problem}", chunk.map(|c| format!(" of chunk #{c}")).unwrap_or_default())]

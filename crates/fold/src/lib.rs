@@ -41,7 +41,6 @@ mod format;
 pub mod fs;
 mod index;
 pub mod json;
-mod names;
 mod reader;
 pub mod rs;
 #[cfg(feature = "signature")]

@@ -19,8 +19,8 @@ use crate::format::{
     CHUNK_HEADER_LEN, ChunkHeader, Compression, GLOBAL_HEADER_LEN, GlobalHeader, MAX_CHUNK_SIZE,
 };
 use crate::index::{ChunkEntry, Index, parse_index};
-use crate::names::NameTable;
 use crate::source::Source;
+use strict_json::NameTable;
 
 mod verify;
 pub use verify::{ChunkReport, VerifyReport};

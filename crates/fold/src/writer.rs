@@ -14,7 +14,7 @@ use crate::format::{
 };
 use crate::index::{ChunkEntry, Index, manifest_hash};
 use crate::json::{Map, Value, map_set};
-use crate::names::NameTable;
+use strict_json::NameTable;
 
 /// How chunks are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

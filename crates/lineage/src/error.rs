@@ -160,6 +160,16 @@ impl fmt::Display for CborProblem {
     }
 }
 
+impl From<strict_json::Error> for Error {
+    fn from(source: strict_json::Error) -> Self {
+        Self::InvalidJson {
+            offset: source.offset,
+            reason: source.kind.reason(),
+            source: Some(source),
+        }
+    }
+}
+
 /// Every failure of the crate. [`Error::failure_code`] gives the contract's code.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -248,6 +258,9 @@ pub enum Error {
         offset: usize,
         /// What is wrong.
         reason: &'static str,
+        /// The strict JSON reader's refusal, when it was the reader's (not the integer range).
+        #[source]
+        source: Option<strict_json::Error>,
     },
     /// A malformed argument (tenant, version, object type, hex).
     #[error("INVALID_ARGUMENT: {what}: {reason}")]
