@@ -177,16 +177,10 @@ impl<B: Builder> Parser<'_, '_, '_, B> {
         // A hash lookup per key: a scan of `entries` made an object of n keys cost O(n²)
         // (issue 14 §2).
         let mut keys = NameTable::default();
-        self.skip_ws();
-        if self.peek() == Some(b'}') {
-            self.pos += 1;
-            return Ok(self.builder.object(entries));
-        }
-        loop {
-            self.skip_ws();
-            let key_at = self.pos;
-            self.expect(b'"')?;
-            let key = self.string()?;
+        self.elements(b'}', |p| {
+            let key_at = p.pos;
+            p.expect(b'"')?;
+            let key = p.string()?;
             // Refused at the key, before its value is read: the first problem in reading order.
             if keys.insert(&key, entries.len(), |i| &entries[i].0).is_err() {
                 return Err(Error {
@@ -195,30 +189,43 @@ impl<B: Builder> Parser<'_, '_, '_, B> {
                 }
                 .into());
             }
-            self.skip_ws();
-            self.expect(b':')?;
-            self.skip_ws();
-            let v = self.value(depth)?;
+            p.skip_ws();
+            p.expect(b':')?;
+            p.skip_ws();
+            let v = p.value(depth)?;
             entries.push((key, v));
-            if !self.comma_or(b'}')? {
-                return Ok(self.builder.object(entries));
-            }
-        }
+            Ok(())
+        })?;
+        Ok(self.builder.object(entries))
     }
 
     /// The elements of an array whose `[` has been consumed.
     fn array(&mut self, depth: usize) -> Result<B::Value, B::Error> {
         let mut items = Vec::new();
+        self.elements(b']', |p| {
+            items.push(p.value(depth)?);
+            Ok(())
+        })?;
+        Ok(self.builder.array(items))
+    }
+
+    /// Reads the comma-separated elements of an array or object, each with `element` (which
+    /// starts after any whitespace), through the `close` bracket.
+    fn elements(
+        &mut self,
+        close: u8,
+        mut element: impl FnMut(&mut Self) -> Result<(), B::Error>,
+    ) -> Result<(), B::Error> {
         self.skip_ws();
-        if self.peek() == Some(b']') {
+        if self.peek() == Some(close) {
             self.pos += 1;
-            return Ok(self.builder.array(items));
+            return Ok(());
         }
         loop {
             self.skip_ws();
-            items.push(self.value(depth)?);
-            if !self.comma_or(b']')? {
-                return Ok(self.builder.array(items));
+            element(self)?;
+            if !self.comma_or(close)? {
+                return Ok(());
             }
         }
     }
