@@ -359,6 +359,9 @@ pub enum Error {
         chunk: String,
         /// The chunk's offset.
         offset: u64,
+        /// The zstd decoder's error.
+        #[source]
+        source: std::io::Error,
     },
     /// 002 §8.4: the decompressed length is not `uncomp_len`.
     #[error("§8.4 chunk {chunk:?}: decompressed to {actual}{} bytes, uncomp_len is {expected}", if *at_least { "+" } else { "" })]

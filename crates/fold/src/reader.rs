@@ -593,9 +593,10 @@ impl<S: Source> FoldReader<S> {
 
     fn decompress_error(e: &ChunkEntry, err: DecompressError) -> Error {
         match err {
-            DecompressError::Corrupt => Error::Decompress {
+            DecompressError::Corrupt(source) => Error::Decompress {
                 chunk: e.name.clone(),
                 offset: e.offset,
+                source,
             },
             DecompressError::Length { actual, at_least } => Error::UncompLenMismatch {
                 chunk: e.name.clone(),

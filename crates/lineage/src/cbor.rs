@@ -207,12 +207,14 @@ pub fn decode(bytes: &[u8]) -> Result<Value, Error> {
         return Err(Error::Cbor {
             offset: cur.pos,
             problem: CborProblem::TrailingBytes,
+            source: None,
         });
     }
     if v.to_canonical_bytes() != bytes {
         return Err(Error::Cbor {
             offset: 0,
             problem: CborProblem::NotCanonical,
+            source: None,
         });
     }
     Ok(v)
@@ -228,6 +230,7 @@ impl Cursor<'_> {
         Error::Cbor {
             offset: self.pos,
             problem,
+            source: None,
         }
     }
 
@@ -294,9 +297,10 @@ impl Cursor<'_> {
                 let n = self.len(info)?;
                 let start = self.pos;
                 let s = self.take(n)?;
-                let s = std::str::from_utf8(s).map_err(|_| Error::Cbor {
+                let s = std::str::from_utf8(s).map_err(|e| Error::Cbor {
                     offset: start,
                     problem: CborProblem::InvalidUtf8,
+                    source: Some(e),
                 })?;
                 Ok(Value::Text(s.to_owned()))
             }

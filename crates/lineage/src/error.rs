@@ -269,6 +269,9 @@ pub enum Error {
         what: &'static str,
         /// What is wrong.
         reason: &'static str,
+        /// The parser's error, where one says more (which hex digit).
+        #[source]
+        source: Option<hex::FromHexError>,
     },
     /// A cross-tenant reference.
     #[error(
@@ -311,6 +314,9 @@ pub enum Error {
         offset: usize,
         /// What is wrong.
         problem: CborProblem,
+        /// The UTF-8 check's error, for a text string that is not UTF-8 (where in it).
+        #[source]
+        source: Option<std::str::Utf8Error>,
     },
     /// A checkpoint from another build.
     #[error("CHECKPOINT_MISMATCH: {reason}")]

@@ -30,12 +30,14 @@ fn check_name(what: &'static str, s: &str) -> Result<(), Error> {
         return Err(Error::InvalidArgument {
             what,
             reason: "must not be empty",
+            source: None,
         });
     }
     if s.contains('\0') {
         return Err(Error::InvalidArgument {
             what,
             reason: "must not contain NUL",
+            source: None,
         });
     }
     Ok(())
