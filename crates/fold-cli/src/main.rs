@@ -509,14 +509,11 @@ fn pack(args: &PackArgs) -> Result<()> {
         let identity = cli_support::keys::read_identity(key, &password)?;
         fold::signature::sign_with(&mut md, &identity.signing_key(), &args.key_id);
     }
-    let opts = WriteOptions {
-        compression: match args.compression {
-            Compress::Zstd => Compression::Zstd,
-            Compress::None => Compression::None,
-        },
-        ecc: args.ecc,
-        ..WriteOptions::default()
+    let compression = match args.compression {
+        Compress::Zstd => Compression::Zstd,
+        Compress::None => Compression::None,
     };
+    let opts = WriteOptions::new(compression, args.ecc);
     let total = parsed
         .iter()
         .map(|(_, _, p)| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))

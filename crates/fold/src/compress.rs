@@ -6,10 +6,10 @@
 use std::io::Read;
 
 /// Why a payload did not decompress to the declared length.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) enum DecompressError {
-    /// Not a valid zstd stream.
-    Corrupt,
+    /// Not a valid zstd stream: the decoder's error.
+    Corrupt(std::io::Error),
     /// Decoded to a length other than the bound; `at_least` when it stopped at bound + 1.
     Length { actual: u64, at_least: bool },
     /// This build has no zstd support.
@@ -46,7 +46,7 @@ pub(crate) fn zstd_compress(_data: &[u8], _level: i32) -> std::io::Result<Vec<u8
 
 #[cfg(all(feature = "zstd", not(target_arch = "wasm32")))]
 fn decoder(comp: &[u8]) -> Result<impl Read + '_, DecompressError> {
-    zstd::stream::read::Decoder::with_buffer(comp).map_err(|_| DecompressError::Corrupt)
+    zstd::stream::read::Decoder::with_buffer(comp).map_err(DecompressError::Corrupt)
 }
 
 #[cfg(all(feature = "zstd", target_arch = "wasm32"))]
@@ -100,7 +100,7 @@ pub(crate) fn zstd_decompress(comp: &[u8], expected: u64) -> Result<Vec<u8>, Dec
     let mut out = Vec::with_capacity(reserve);
     dec.take(expected.saturating_add(1))
         .read_to_end(&mut out)
-        .map_err(|_| DecompressError::Corrupt)?;
+        .map_err(DecompressError::Corrupt)?;
     let actual = out.len() as u64;
     if actual != expected {
         return Err(DecompressError::Length {
@@ -118,9 +118,7 @@ pub(crate) fn zstd_check_len(comp: &[u8], expected: u64) -> Result<(), Decompres
     let mut scratch = vec![0_u8; 1 << 17];
     let mut actual: u64 = 0;
     loop {
-        let n = dec
-            .read(&mut scratch)
-            .map_err(|_| DecompressError::Corrupt)?;
+        let n = dec.read(&mut scratch).map_err(DecompressError::Corrupt)?;
         if n == 0 {
             break;
         }

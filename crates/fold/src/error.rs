@@ -180,6 +180,9 @@ pub enum Error {
         kind: JsonErrorKind,
         /// Byte position inside the index.
         position: u64,
+        /// The strict JSON reader's refusal (its finer kind).
+        #[source]
+        source: strict_json::Error,
     },
     /// 002 §6: a field of the index is missing or malformed.
     #[error("§6 index field {field}{}: {problem}", chunk.map(|c| format!(" of chunk #{c}")).unwrap_or_default())]
@@ -356,6 +359,9 @@ pub enum Error {
         chunk: String,
         /// The chunk's offset.
         offset: u64,
+        /// The zstd decoder's error.
+        #[source]
+        source: std::io::Error,
     },
     /// 002 §8.4: the decompressed length is not `uncomp_len`.
     #[error("§8.4 chunk {chunk:?}: decompressed to {actual}{} bytes, uncomp_len is {expected}", if *at_least { "+" } else { "" })]

@@ -7,7 +7,7 @@ use crate::ecc::Ecc;
 use crate::error::{Error, Result, SchemaProblem};
 use crate::format::{CHUNK_HEADER_LEN, FORMAT_NAME, FORMAT_VERSION, SUPPORTED_VERSIONS};
 use crate::json::{self, Map, Value, map_get};
-use crate::names::NameTable;
+use strict_json::NameTable;
 
 /// One entry of `chunks` (002 §6), with every field present and of the right type.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -353,6 +353,7 @@ pub fn parse_index(bytes: &[u8]) -> Result<Index> {
     let v = json::parse(text).map_err(|e| Error::IndexJson {
         kind: e.kind,
         position: e.position as u64,
+        source: e.source,
     })?;
     Index::from_value(&v)
 }

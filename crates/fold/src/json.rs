@@ -12,12 +12,13 @@
 //! - Python reads (and writes) `NaN`, `Infinity` and `-Infinity`.
 //!
 //! The parser is strict where Python's is ambiguous: duplicate keys, lone surrogates and nesting
-//! deeper than [`MAX_DEPTH`] are refused ([`JsonErrorKind`]).
+//! deeper than [`MAX_DEPTH`] are refused ([`JsonErrorKind`]). Reading is the workspace's one
+//! strict JSON reader ([`strict_json`], in its [`Python`](strict_json::Grammar::Python) grammar);
+//! this module builds fold's [`Value`]s from it and writes them back as Python does.
 
 use std::fmt::Write as _;
 
 use crate::error::JsonErrorKind;
-use crate::names::NameTable;
 
 /// Deepest nesting of arrays and objects the parser accepts (bounds recursion on untrusted input).
 pub const MAX_DEPTH: usize = 128;
@@ -251,6 +252,79 @@ pub struct ParseError {
     pub kind: JsonErrorKind,
     /// Byte offset in the text.
     pub position: usize,
+    /// The shared reader's refusal this was mapped from.
+    #[source]
+    pub source: strict_json::Error,
+}
+
+impl From<strict_json::Error> for ParseError {
+    fn from(source: strict_json::Error) -> Self {
+        use strict_json::ErrorKind as K;
+        let kind = match source.kind {
+            K::UnexpectedEnd | K::UnterminatedString => JsonErrorKind::UnexpectedEnd,
+            K::TrailingData => JsonErrorKind::TrailingData,
+            K::BadNumber | K::IntegerTooLong => JsonErrorKind::BadNumber,
+            K::BadEscape | K::BadUnicodeEscape => JsonErrorKind::BadEscape,
+            K::LoneSurrogate => JsonErrorKind::LoneSurrogate,
+            K::ControlCharacter => JsonErrorKind::ControlCharacter,
+            K::DuplicateKey => JsonErrorKind::DuplicateKey,
+            K::TooDeep => JsonErrorKind::TooDeep,
+            // UnexpectedByte, InvalidLiteral, ExpectedCommaOr and any kind added later: a byte
+            // that cannot stand where it stands.
+            _ => JsonErrorKind::UnexpectedByte,
+        };
+        Self {
+            kind,
+            position: source.offset,
+            source,
+        }
+    }
+}
+
+/// Python's `json.loads`, stricter where Python is ambiguous (see the module docs).
+const DIALECT: strict_json::Dialect = strict_json::Dialect {
+    grammar: strict_json::Grammar::Python,
+    depth: strict_json::DepthLimit::Containers(MAX_DEPTH),
+    max_int_digits: Some(MAX_INT_DIGITS),
+};
+
+/// Builds [`Value`]s: integers keep their decimal text, objects their order.
+struct Build;
+
+impl strict_json::Builder for Build {
+    type Value = Value;
+    type Error = strict_json::Error;
+
+    fn null(&mut self) -> Value {
+        Value::Null
+    }
+
+    fn boolean(&mut self, value: bool) -> Value {
+        Value::Bool(value)
+    }
+
+    fn number(&mut self, number: strict_json::Number<'_>) -> Result<Value, strict_json::Error> {
+        Ok(match number.kind {
+            strict_json::NumberKind::Float(x) => Value::Float(x),
+            // Canonical decimal form: Python reads `-0` as the integer 0.
+            strict_json::NumberKind::Integer if number.magnitude() == "0" => {
+                Value::Int("0".to_owned())
+            }
+            strict_json::NumberKind::Integer => Value::Int(number.literal.to_owned()),
+        })
+    }
+
+    fn string(&mut self, value: String) -> Value {
+        Value::String(value)
+    }
+
+    fn array(&mut self, items: Vec<Value>) -> Value {
+        Value::Array(items)
+    }
+
+    fn object(&mut self, entries: Map) -> Value {
+        Value::Object(entries)
+    }
 }
 
 /// Parses JSON text as Python's `json.loads` does, with the refusals listed in the module docs.
@@ -258,325 +332,7 @@ pub struct ParseError {
 /// # Errors
 /// [`ParseError`] with the kind and byte position of the first problem.
 pub fn parse(text: &str) -> Result<Value, ParseError> {
-    let mut p = Parser {
-        b: text.as_bytes(),
-        pos: 0,
-    };
-    p.skip_ws();
-    let v = p.value(0)?;
-    p.skip_ws();
-    if p.pos != p.b.len() {
-        return Err(p.err(JsonErrorKind::TrailingData));
-    }
-    Ok(v)
-}
-
-struct Parser<'a> {
-    b: &'a [u8],
-    pos: usize,
-}
-
-impl Parser<'_> {
-    fn err(&self, kind: JsonErrorKind) -> ParseError {
-        ParseError {
-            kind,
-            position: self.pos,
-        }
-    }
-
-    fn peek(&self) -> Option<u8> {
-        self.b.get(self.pos).copied()
-    }
-
-    fn skip_ws(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-            self.pos += 1;
-        }
-    }
-
-    fn eat_literal(&mut self, lit: &[u8]) -> bool {
-        if self.b.get(self.pos..self.pos + lit.len()) == Some(lit) {
-            self.pos += lit.len();
-            true
-        } else {
-            false
-        }
-    }
-
-    fn expect(&mut self, byte: u8) -> Result<(), ParseError> {
-        match self.peek() {
-            Some(c) if c == byte => {
-                self.pos += 1;
-                Ok(())
-            }
-            Some(_) => Err(self.err(JsonErrorKind::UnexpectedByte)),
-            None => Err(self.err(JsonErrorKind::UnexpectedEnd)),
-        }
-    }
-
-    fn value(&mut self, depth: usize) -> Result<Value, ParseError> {
-        let Some(c) = self.peek() else {
-            return Err(self.err(JsonErrorKind::UnexpectedEnd));
-        };
-        match c {
-            b'{' => {
-                if depth >= MAX_DEPTH {
-                    return Err(self.err(JsonErrorKind::TooDeep));
-                }
-                self.pos += 1;
-                self.object(depth + 1)
-            }
-            b'[' => {
-                if depth >= MAX_DEPTH {
-                    return Err(self.err(JsonErrorKind::TooDeep));
-                }
-                self.pos += 1;
-                self.array(depth + 1)
-            }
-            b'"' => {
-                self.pos += 1;
-                Ok(Value::String(self.string()?))
-            }
-            b'n' if self.eat_literal(b"null") => Ok(Value::Null),
-            b't' if self.eat_literal(b"true") => Ok(Value::Bool(true)),
-            b'f' if self.eat_literal(b"false") => Ok(Value::Bool(false)),
-            b'N' if self.eat_literal(b"NaN") => Ok(Value::Float(f64::NAN)),
-            b'I' if self.eat_literal(b"Infinity") => Ok(Value::Float(f64::INFINITY)),
-            b'-' if self.eat_literal(b"-Infinity") => Ok(Value::Float(f64::NEG_INFINITY)),
-            b'-' | b'0'..=b'9' => self.number(),
-            _ => Err(self.err(JsonErrorKind::UnexpectedByte)),
-        }
-    }
-
-    fn object(&mut self, depth: usize) -> Result<Value, ParseError> {
-        let mut map: Map = Vec::new();
-        // The duplicate-key check is a hash lookup: a scan of `map` per key made an object of n
-        // keys cost O(n²) (issue 14 §2).
-        let mut keys = NameTable::default();
-        self.skip_ws();
-        if self.peek() == Some(b'}') {
-            self.pos += 1;
-            return Ok(Value::Object(map));
-        }
-        loop {
-            self.skip_ws();
-            let key_pos = self.pos;
-            self.expect(b'"')?;
-            let key = self.string()?;
-            if keys.insert(&key, map.len(), |i| &map[i].0).is_err() {
-                return Err(ParseError {
-                    kind: JsonErrorKind::DuplicateKey,
-                    position: key_pos,
-                });
-            }
-            self.skip_ws();
-            self.expect(b':')?;
-            self.skip_ws();
-            let v = self.value(depth)?;
-            map.push((key, v));
-            self.skip_ws();
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b'}') => {
-                    self.pos += 1;
-                    return Ok(Value::Object(map));
-                }
-                Some(_) => return Err(self.err(JsonErrorKind::UnexpectedByte)),
-                None => return Err(self.err(JsonErrorKind::UnexpectedEnd)),
-            }
-        }
-    }
-
-    fn array(&mut self, depth: usize) -> Result<Value, ParseError> {
-        let mut items = Vec::new();
-        self.skip_ws();
-        if self.peek() == Some(b']') {
-            self.pos += 1;
-            return Ok(Value::Array(items));
-        }
-        loop {
-            self.skip_ws();
-            items.push(self.value(depth)?);
-            self.skip_ws();
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b']') => {
-                    self.pos += 1;
-                    return Ok(Value::Array(items));
-                }
-                Some(_) => return Err(self.err(JsonErrorKind::UnexpectedByte)),
-                None => return Err(self.err(JsonErrorKind::UnexpectedEnd)),
-            }
-        }
-    }
-
-    fn digits(&mut self) -> usize {
-        let start = self.pos;
-        while matches!(self.peek(), Some(b'0'..=b'9')) {
-            self.pos += 1;
-        }
-        self.pos - start
-    }
-
-    /// Python's NUMBER_RE: `(-?(?:0|[1-9]\d*))(\.\d+)?([eE][-+]?\d+)?`.
-    fn number(&mut self) -> Result<Value, ParseError> {
-        let start = self.pos;
-        let negative = self.peek() == Some(b'-');
-        if negative {
-            self.pos += 1;
-        }
-        let int_start = self.pos;
-        match self.peek() {
-            Some(b'0') => self.pos += 1,
-            Some(b'1'..=b'9') => {
-                self.digits();
-            }
-            _ => return Err(self.err(JsonErrorKind::BadNumber)),
-        }
-        let int_end = self.pos;
-        let mut is_float = false;
-        if self.peek() == Some(b'.') && matches!(self.b.get(self.pos + 1), Some(b'0'..=b'9')) {
-            self.pos += 1;
-            self.digits();
-            is_float = true;
-        }
-        if matches!(self.peek(), Some(b'e' | b'E')) {
-            let save = self.pos;
-            self.pos += 1;
-            if matches!(self.peek(), Some(b'+' | b'-')) {
-                self.pos += 1;
-            }
-            if self.digits() == 0 {
-                // Python's regex simply stops before the 'e'; what follows is then trailing data.
-                self.pos = save;
-            } else {
-                is_float = true;
-            }
-        }
-        let text = std::str::from_utf8(&self.b[start..self.pos])
-            .map_err(|_| self.err(JsonErrorKind::BadNumber))?;
-        if is_float {
-            let f: f64 = text.parse().map_err(|_| ParseError {
-                kind: JsonErrorKind::BadNumber,
-                position: start,
-            })?;
-            return Ok(Value::Float(f));
-        }
-        if int_end - int_start > MAX_INT_DIGITS {
-            return Err(ParseError {
-                kind: JsonErrorKind::BadNumber,
-                position: start,
-            });
-        }
-        let digits = &text[int_start - start..];
-        if digits == "0" {
-            return Ok(Value::Int("0".to_owned()));
-        }
-        Ok(Value::Int(text.to_owned()))
-    }
-
-    fn hex4(&mut self) -> Result<u16, ParseError> {
-        let Some(h) = self.b.get(self.pos..self.pos + 4) else {
-            return Err(self.err(JsonErrorKind::BadEscape));
-        };
-        let mut v: u16 = 0;
-        for &c in h {
-            let d = match c {
-                b'0'..=b'9' => c - b'0',
-                b'a'..=b'f' => c - b'a' + 10,
-                b'A'..=b'F' => c - b'A' + 10,
-                _ => return Err(self.err(JsonErrorKind::BadEscape)),
-            };
-            v = (v << 4) | u16::from(d);
-        }
-        self.pos += 4;
-        Ok(v)
-    }
-
-    fn string(&mut self) -> Result<String, ParseError> {
-        let mut out = String::new();
-        loop {
-            // Copy the run of plain bytes at once (the text is valid UTF-8 already).
-            let run_start = self.pos;
-            while let Some(c) = self.peek() {
-                if c == b'"' || c == b'\\' || c < 0x20 {
-                    break;
-                }
-                self.pos += 1;
-            }
-            if self.pos > run_start {
-                let run = std::str::from_utf8(&self.b[run_start..self.pos])
-                    .map_err(|_| self.err(JsonErrorKind::UnexpectedByte))?;
-                out.push_str(run);
-            }
-            let Some(c) = self.peek() else {
-                return Err(self.err(JsonErrorKind::UnexpectedEnd));
-            };
-            match c {
-                b'"' => {
-                    self.pos += 1;
-                    return Ok(out);
-                }
-                b'\\' => {
-                    self.pos += 1;
-                    let Some(e) = self.peek() else {
-                        return Err(self.err(JsonErrorKind::UnexpectedEnd));
-                    };
-                    self.pos += 1;
-                    match e {
-                        b'"' => out.push('"'),
-                        b'\\' => out.push('\\'),
-                        b'/' => out.push('/'),
-                        b'b' => out.push('\u{8}'),
-                        b'f' => out.push('\u{c}'),
-                        b'n' => out.push('\n'),
-                        b'r' => out.push('\r'),
-                        b't' => out.push('\t'),
-                        b'u' => {
-                            let esc_pos = self.pos - 2;
-                            let hi = self.hex4()?;
-                            let code = if (0xD800..0xDC00).contains(&hi) {
-                                if self.b.get(self.pos..self.pos + 2) != Some(b"\\u") {
-                                    return Err(ParseError {
-                                        kind: JsonErrorKind::LoneSurrogate,
-                                        position: esc_pos,
-                                    });
-                                }
-                                self.pos += 2;
-                                let lo = self.hex4()?;
-                                if !(0xDC00..0xE000).contains(&lo) {
-                                    return Err(ParseError {
-                                        kind: JsonErrorKind::LoneSurrogate,
-                                        position: esc_pos,
-                                    });
-                                }
-                                0x10000
-                                    + ((u32::from(hi) - 0xD800) << 10)
-                                    + (u32::from(lo) - 0xDC00)
-                            } else if (0xDC00..0xE000).contains(&hi) {
-                                return Err(ParseError {
-                                    kind: JsonErrorKind::LoneSurrogate,
-                                    position: esc_pos,
-                                });
-                            } else {
-                                u32::from(hi)
-                            };
-                            let ch = char::from_u32(code).ok_or(ParseError {
-                                kind: JsonErrorKind::BadEscape,
-                                position: esc_pos,
-                            })?;
-                            out.push(ch);
-                        }
-                        _ => {
-                            self.pos -= 1;
-                            return Err(self.err(JsonErrorKind::BadEscape));
-                        }
-                    }
-                }
-                _ => return Err(self.err(JsonErrorKind::ControlCharacter)),
-            }
-        }
-    }
+    strict_json::parse(text, &DIALECT, &mut Build).map_err(ParseError::from)
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@
 //!
 //! ```
 //! use fold::{Compression, Ecc, FoldReader, FoldWriter, WriteOptions};
-//! let opts = WriteOptions { compression: Compression::None, ecc: Ecc::Rs(16), ..WriteOptions::default() };
+//! let opts = WriteOptions::new(Compression::None, Ecc::Rs(16));
 //! let mut w = FoldWriter::new(std::io::Cursor::new(Vec::new()), opts)?;
 //! w.add_chunk("weights", "TSAV", &[7_u8; 100])?;
 //! let mut bytes = w.finish(Vec::new(), 1_700_000_000.0)?.into_inner();
@@ -41,7 +41,6 @@ mod format;
 pub mod fs;
 mod index;
 pub mod json;
-mod names;
 mod reader;
 pub mod rs;
 #[cfg(feature = "signature")]

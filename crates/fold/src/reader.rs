@@ -19,8 +19,8 @@ use crate::format::{
     CHUNK_HEADER_LEN, ChunkHeader, Compression, GLOBAL_HEADER_LEN, GlobalHeader, MAX_CHUNK_SIZE,
 };
 use crate::index::{ChunkEntry, Index, parse_index};
-use crate::names::NameTable;
 use crate::source::Source;
+use strict_json::NameTable;
 
 mod verify;
 pub use verify::{ChunkReport, VerifyReport};
@@ -593,9 +593,10 @@ impl<S: Source> FoldReader<S> {
 
     fn decompress_error(e: &ChunkEntry, err: DecompressError) -> Error {
         match err {
-            DecompressError::Corrupt => Error::Decompress {
+            DecompressError::Corrupt(source) => Error::Decompress {
                 chunk: e.name.clone(),
                 offset: e.offset,
+                source,
             },
             DecompressError::Length { actual, at_least } => Error::UncompLenMismatch {
                 chunk: e.name.clone(),

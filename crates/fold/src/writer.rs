@@ -14,7 +14,7 @@ use crate::format::{
 };
 use crate::index::{ChunkEntry, Index, manifest_hash};
 use crate::json::{Map, Value, map_set};
-use crate::names::NameTable;
+use strict_json::NameTable;
 
 /// How chunks are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,10 +29,18 @@ pub struct WriteOptions {
 
 impl Default for WriteOptions {
     fn default() -> Self {
+        Self::new(Compression::Zstd, Ecc::None)
+    }
+}
+
+impl WriteOptions {
+    /// These compression and ECC settings, with pyfolds' zstd level.
+    #[must_use]
+    pub const fn new(compression: Compression, ecc: Ecc) -> Self {
         Self {
-            compression: Compression::Zstd,
+            compression,
             zstd_level: DEFAULT_ZSTD_LEVEL,
-            ecc: Ecc::None,
+            ecc,
         }
     }
 }

@@ -14,7 +14,7 @@ use cli_support::run::GlobalArgs;
 use cli_support::say;
 use cli_support::terminal::Safe;
 use lineage::fs::{BuildOutcome, HashOptions, SymlinkPolicy, hash_tree, walk};
-use lineage::trace::{ErrorRecord, TraceRecord, replay_token};
+use lineage::trace::{RunOutcome, run_trace};
 use lineage::{
     AccessPlanInputs, DatasetDigest, Digest, Snapshot, SnapshotInputs, SplitDefs, TransformChain,
     build_snapshot, data_access_plan_hash,
@@ -233,53 +233,22 @@ fn snapshot_inner(a: &SnapshotArgs, file_hashes: &mut Vec<Digest>) -> Result<Opt
     Ok(Some(build_snapshot(&inputs, &data)?))
 }
 
-/// Writes the trace as a CBOR sequence: run_header, iter per file, run_end (or the error
-/// record). Files hashed in an earlier, checkpointed run have no iter record here; `step` is
-/// their `sample_index` counted from the resumed cursor's end.
+/// Writes the run's trace (`lineage::trace::run_trace`). A run stopped by --stop-after writes
+/// none; a failure that is not the contract's (I/O) leaves the trace empty.
 fn write_trace(
     destination: Destination,
     a: &SnapshotArgs,
     result: &Result<Option<Snapshot>>,
     file_hashes: &[Digest],
 ) -> Result<()> {
-    let mut out = Vec::new();
-    match result {
-        Ok(Some(s)) => {
-            TraceRecord::RunHeader {
-                source_hashes: vec![s.dataset_root_hash],
-                transform_chain_hash: s.transform_chain_hash,
-            }
-            .to_cbor()
-            .encode_into(&mut out);
-            let first = s
-                .metrics
-                .source_count
-                .saturating_sub(u64::try_from(file_hashes.len())?);
-            for (i, h) in (first..).zip(file_hashes) {
-                TraceRecord::Iter {
-                    step: i,
-                    hash: *h,
-                    status: "ok",
-                }
-                .to_cbor()
-                .encode_into(&mut out);
-            }
-            TraceRecord::RunEnd {
-                dataset_snapshot_id: s.dataset_snapshot_id,
-            }
-            .to_cbor()
-            .encode_into(&mut out);
-        }
+    let outcome = match result {
+        Ok(Some(s)) => Some(RunOutcome::Complete(s)),
         Ok(None) => return Ok(()),
-        Err(e) => {
-            if let Some(le) = e.downcast_ref::<lineage::Error>() {
-                let t = u64::try_from(file_hashes.len())?;
-                ErrorRecord::from_error(le, le.operator(), t, replay_token(&a.tenant, &a.run_id))
-                    .to_cbor()
-                    .encode_into(&mut out);
-            }
-        }
-    }
+        Err(e) => e.downcast_ref::<lineage::Error>().map(RunOutcome::Failed),
+    };
+    let out = outcome
+        .map(|o| run_trace(o, file_hashes, &a.tenant, &a.run_id))
+        .unwrap_or_default();
     let shown = destination.path().display().to_string();
     output_file::write(destination, |file| std::io::Write::write_all(file, &out))
         .with_context(|| format!("writing trace {shown}"))

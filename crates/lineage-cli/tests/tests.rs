@@ -35,6 +35,39 @@ fn lineage(dir: &Path, args: &[&str]) -> Output {
         .expect("run lineage")
 }
 
+/// `lineage snapshot data --tenant t --version v FLAG input.json EXTRA...`, with input.json
+/// holding `json`.
+fn snapshot_with_input(dir: &Path, flag: &str, json: &str, extra: &[&str]) -> Output {
+    std::fs::write(dir.join("input.json"), json).expect("write");
+    let args = [
+        "snapshot",
+        "data",
+        "--tenant",
+        "t",
+        "--version",
+        "v",
+        flag,
+        "input.json",
+    ];
+    lineage(dir, &[&args[..], extra].concat())
+}
+
+/// Asserts the exit status, showing stderr when it differs.
+#[track_caller]
+fn assert_exit(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `lineage COMMAND` with the golden snapshot's arguments ([`SNAP`]), then `extra`.
+fn lineage_snap(dir: &Path, command: &str, extra: &[&str]) -> Output {
+    lineage(dir, &[&[command], SNAP, extra].concat())
+}
+
 const SNAP: &[&str] = &[
     "data",
     "--tenant",
@@ -50,12 +83,8 @@ const SNAP: &[&str] = &[
 #[test]
 fn snapshot_json_prints_the_golden_commitments() {
     let d = setup();
-    let out = lineage(d.path(), &[&["snapshot"], SNAP, &["--json"]].concat());
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = lineage_snap(d.path(), "snapshot", &["--json"]);
+    assert_exit(&out, 0);
     let got: Value = serde_json::from_slice(&out.stdout).expect("json");
     let want = &golden()["expect"];
     for k in [
@@ -79,15 +108,11 @@ fn verify_exits_nonzero_with_the_failure_code_on_mismatch() {
         .as_str()
         .expect("id")
         .to_owned();
-    let ok = lineage(d.path(), &[&["verify"], SNAP, &["--expect", &id]].concat());
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
+    let ok = lineage_snap(d.path(), "verify", &["--expect", &id]);
+    assert_exit(&ok, 0);
     std::fs::write(d.path().join("data/a.txt"), b"hellO").expect("write");
-    let bad = lineage(d.path(), &[&["verify"], SNAP, &["--expect", &id]].concat());
-    assert_eq!(bad.status.code(), Some(1));
+    let bad = lineage_snap(d.path(), "verify", &["--expect", &id]);
+    assert_exit(&bad, 1);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("SNAPSHOT_HASH_MISMATCH"));
 }
 
@@ -95,7 +120,7 @@ fn verify_exits_nonzero_with_the_failure_code_on_mismatch() {
 fn split_lists_each_file_with_its_split() {
     let d = setup();
     let out = lineage(d.path(), &["split", "data", "--splits", "splits.json"]);
-    assert!(out.status.success());
+    assert_exit(&out, 0);
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         "train\ta.txt\ntrain\tb/c.bin\ntest\td.txt\n"
@@ -123,7 +148,7 @@ fn plan_prints_the_golden_access_plan_hash() {
             &s(&plan["sampler_config_hash"]),
         ],
     );
-    assert!(out.status.success());
+    assert_exit(&out, 0);
     let got: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(
         got["data_access_plan_hash"],
@@ -134,27 +159,15 @@ fn plan_prints_the_golden_access_plan_hash() {
 #[test]
 fn stopped_snapshot_resumes_from_its_checkpoint_to_the_same_id() {
     let d = setup();
-    let stop = lineage(
+    let stop = lineage_snap(
         d.path(),
-        &[
-            &["snapshot"],
-            SNAP,
-            &["--json", "--checkpoint", "ck", "--stop-after", "2"],
-        ]
-        .concat(),
+        "snapshot",
+        &["--json", "--checkpoint", "ck", "--stop-after", "2"],
     );
-    assert_eq!(
-        stop.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&stop.stderr)
-    );
+    assert_exit(&stop, 3);
     assert!(d.path().join("ck").exists());
-    let done = lineage(
-        d.path(),
-        &[&["snapshot"], SNAP, &["--json", "--checkpoint", "ck"]].concat(),
-    );
-    assert!(done.status.success());
+    let done = lineage_snap(d.path(), "snapshot", &["--json", "--checkpoint", "ck"]);
+    assert_exit(&done, 0);
     let got: Value = serde_json::from_slice(&done.stdout).expect("json");
     assert_eq!(
         got["dataset_snapshot_id"],
@@ -166,26 +179,13 @@ fn stopped_snapshot_resumes_from_its_checkpoint_to_the_same_id() {
 #[test]
 fn invalid_splits_fail_with_their_code() {
     let d = setup();
-    std::fs::write(
-        d.path().join("bad.json"),
-        r#"[{"split_name":"a","split_fraction":0.7}]"#,
-    )
-    .expect("write");
-    let out = lineage(
+    let out = snapshot_with_input(
         d.path(),
-        &[
-            "snapshot",
-            "data",
-            "--tenant",
-            "t",
-            "--version",
-            "v",
-            "--splits",
-            "bad.json",
-            "--json",
-        ],
+        "--splits",
+        r#"[{"split_name":"a","split_fraction":0.7}]"#,
+        &["--json"],
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert_exit(&out, 1);
     let got: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(got["ok"], false);
     assert_eq!(got["error"]["code"], "SPLIT_FRACTION_SUM");
@@ -195,15 +195,8 @@ fn invalid_splits_fail_with_their_code() {
 fn trace_holds_header_one_iter_per_file_and_run_end() {
     use lineage::trace::TraceRecord;
     let d = setup();
-    let out = lineage(
-        d.path(),
-        &[&["snapshot"], SNAP, &["--trace", "trace.cbor"]].concat(),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = lineage_snap(d.path(), "snapshot", &["--trace", "trace.cbor"]);
+    assert_exit(&out, 0);
     let bytes = std::fs::read(d.path().join("trace.cbor")).expect("trace written");
     let id = lineage::Digest::from_hex(
         golden()["expect"]["dataset_snapshot_id"]
@@ -231,23 +224,13 @@ fn trace_holds_header_one_iter_per_file_and_run_end() {
 fn trace_of_a_failed_run_is_one_error_record() {
     use lineage::cbor::{Value, decode};
     let d = setup();
-    std::fs::write(d.path().join("tie.json"), r#"[{"seq":1},{"seq":1}]"#).expect("write");
-    let out = lineage(
+    let out = snapshot_with_input(
         d.path(),
-        &[
-            "snapshot",
-            "data",
-            "--tenant",
-            "t",
-            "--version",
-            "v",
-            "--transforms",
-            "tie.json",
-            "--trace",
-            "t.cbor",
-        ],
+        "--transforms",
+        r#"[{"seq":1},{"seq":1}]"#,
+        &["--trace", "t.cbor"],
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert_exit(&out, 1);
     let Ok(Value::Map(m)) = decode(&std::fs::read(d.path().join("t.cbor")).expect("trace")) else {
         panic!("error record is one canonical map")
     };
@@ -263,16 +246,12 @@ fn trace_of_a_failed_run_is_one_error_record() {
 #[test]
 fn verify_refuses_a_checkpoint_whose_files_were_replaced() {
     let d = setup();
-    let stop = lineage(
+    let stop = lineage_snap(
         d.path(),
-        &[
-            &["snapshot"],
-            SNAP,
-            &["--checkpoint", "ck", "--stop-after", "2"],
-        ]
-        .concat(),
+        "snapshot",
+        &["--checkpoint", "ck", "--stop-after", "2"],
     );
-    assert_eq!(stop.status.code(), Some(3));
+    assert_exit(&stop, 3);
     // The two covered files (a.txt, b/c.bin) replaced by new files of the same length.
     for (name, bytes) in [("a.txt", &b"HELLO"[..]), ("b/c.bin", &[9, 9, 9][..])] {
         let fresh = d.path().join("fresh");
@@ -283,16 +262,12 @@ fn verify_refuses_a_checkpoint_whose_files_were_replaced() {
         .as_str()
         .expect("id")
         .to_owned();
-    let out = lineage(
+    let out = lineage_snap(
         d.path(),
-        &[
-            &["verify"],
-            SNAP,
-            &["--checkpoint", "ck", "--expect", &expect],
-        ]
-        .concat(),
+        "verify",
+        &["--checkpoint", "ck", "--expect", &expect],
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert_exit(&out, 1);
     assert!(String::from_utf8_lossy(&out.stdout).is_empty());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("CHECKPOINT_MISMATCH"),

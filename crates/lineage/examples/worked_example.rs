@@ -71,20 +71,11 @@ fn main() -> Result<(), lineage::Error> {
             hex(&s.to_cbor().to_canonical_bytes())
         );
     }
-    let pre = Value::Array(vec![
-        Value::text("split_defs_v1"),
-        Value::Array(
-            splits
-                .entries()
-                .iter()
-                .map(lineage::SplitDef::to_cbor)
-                .collect(),
-        ),
-    ]);
-    println!(
-        "preimage {}\nsplit_hashes {}",
-        hex(&pre.to_canonical_bytes()),
-        splits.split_hashes()
+    print_list_commitment(
+        "split_defs_v1",
+        splits.entries().iter().map(lineage::SplitDef::to_cbor),
+        "split_hashes",
+        splits.split_hashes(),
     );
     for i in 0..3u64 {
         let pre = Value::Array(vec![Value::Unsigned(7), Value::Unsigned(i)]);
@@ -102,20 +93,11 @@ fn main() -> Result<(), lineage::Error> {
 
     println!("\n## transform_chain_hash");
     let chain = TransformChain::from_json(transforms_json)?;
-    let pre = Value::Array(vec![
-        Value::text("transform_chain_v1"),
-        Value::Array(
-            chain
-                .transforms()
-                .iter()
-                .map(lineage::Transform::to_cbor)
-                .collect(),
-        ),
-    ]);
-    println!(
-        "preimage {}\ntransform_chain_hash {}",
-        hex(&pre.to_canonical_bytes()),
-        chain.transform_chain_hash()
+    print_list_commitment(
+        "transform_chain_v1",
+        chain.transforms().iter().map(lineage::Transform::to_cbor),
+        "transform_chain_hash",
+        chain.transform_chain_hash(),
     );
 
     println!("\n## dataset_snapshot_id");
@@ -195,4 +177,18 @@ fn main() -> Result<(), lineage::Error> {
     );
     let _ = (RelPath::new("x")?, Digest::default());
     Ok(())
+}
+
+/// Prints the preimage `[tag, [items...]]` of a list commitment, then the commitment.
+fn print_list_commitment(
+    tag: &str,
+    items: impl Iterator<Item = Value>,
+    name: &str,
+    commitment: lineage::Digest,
+) {
+    let pre = Value::Array(vec![Value::text(tag), Value::Array(items.collect())]);
+    println!(
+        "preimage {}\n{name} {commitment}",
+        hex(&pre.to_canonical_bytes())
+    );
 }

@@ -370,6 +370,7 @@ impl Checkpoint {
         let shape = || Error::Cbor {
             offset: 0,
             problem: CborProblem::Shape,
+            source: None,
         };
         let Value::Map(map) = cbor::decode(bytes)? else {
             return Err(shape());

@@ -160,6 +160,16 @@ impl fmt::Display for CborProblem {
     }
 }
 
+impl From<strict_json::Error> for Error {
+    fn from(source: strict_json::Error) -> Self {
+        Self::InvalidJson {
+            offset: source.offset,
+            reason: source.kind.reason(),
+            source: Some(source),
+        }
+    }
+}
+
 /// Every failure of the crate. [`Error::failure_code`] gives the contract's code.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -248,6 +258,9 @@ pub enum Error {
         offset: usize,
         /// What is wrong.
         reason: &'static str,
+        /// The strict JSON reader's refusal, when it was the reader's (not the integer range).
+        #[source]
+        source: Option<strict_json::Error>,
     },
     /// A malformed argument (tenant, version, object type, hex).
     #[error("INVALID_ARGUMENT: {what}: {reason}")]
@@ -256,6 +269,9 @@ pub enum Error {
         what: &'static str,
         /// What is wrong.
         reason: &'static str,
+        /// The parser's error, where one says more (which hex digit).
+        #[source]
+        source: Option<hex::FromHexError>,
     },
     /// A cross-tenant reference.
     #[error(
@@ -298,6 +314,9 @@ pub enum Error {
         offset: usize,
         /// What is wrong.
         problem: CborProblem,
+        /// The UTF-8 check's error, for a text string that is not UTF-8 (where in it).
+        #[source]
+        source: Option<std::str::Utf8Error>,
     },
     /// A checkpoint from another build.
     #[error("CHECKPOINT_MISMATCH: {reason}")]

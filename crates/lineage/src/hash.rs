@@ -45,9 +45,10 @@ impl Digest {
     /// ```
     pub fn from_hex(s: &str) -> Result<Self, Error> {
         let mut out = [0u8; 32];
-        hex::decode_to_slice(s, &mut out).map_err(|_| Error::InvalidArgument {
+        hex::decode_to_slice(s, &mut out).map_err(|e| Error::InvalidArgument {
             what: "hash",
             reason: "expected 64 hex digits",
+            source: Some(e),
         })?;
         Ok(Self(out))
     }

@@ -67,6 +67,7 @@ impl ObjectType {
             .ok_or(Error::InvalidArgument {
                 what: "object_type",
                 reason: "not in {dataset, transform, split, artifact, policy, checkpoint}",
+                source: None,
             })
     }
 }

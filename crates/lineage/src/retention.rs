@@ -52,6 +52,7 @@ impl RetentionClass {
         .ok_or(Error::InvalidArgument {
             what: "retention_class",
             reason: "not in {golden, certified_release, experimental, ephemeral}",
+            source: None,
         })
     }
 

@@ -30,12 +30,14 @@ fn check_name(what: &'static str, s: &str) -> Result<(), Error> {
         return Err(Error::InvalidArgument {
             what,
             reason: "must not be empty",
+            source: None,
         });
     }
     if s.contains('\0') {
         return Err(Error::InvalidArgument {
             what,
             reason: "must not contain NUL",
+            source: None,
         });
     }
     Ok(())
@@ -375,14 +377,19 @@ mod tests {
         Ok(())
     }
 
-    #[test]
-    fn plan_hash_is_sha256_of_the_six_element_array() {
-        let p = AccessPlanInputs {
+    /// Plan inputs whose four hashes are 32 bytes of 0, 1, 2 and 3.
+    fn plan_inputs() -> AccessPlanInputs {
+        AccessPlanInputs {
             kernel_replay_token: Digest([0; 32]),
             manifest_hash: Digest([1; 32]),
             dataset_key: Digest([2; 32]),
             sampler_config_hash: Digest([3; 32]),
-        };
+        }
+    }
+
+    #[test]
+    fn plan_hash_is_sha256_of_the_six_element_array() {
+        let p = plan_inputs();
         let mut pre = vec![0x86];
         for b in [0u8, 1, 2, 3] {
             pre.extend_from_slice(&[0x58, 0x20]);
@@ -397,12 +404,7 @@ mod tests {
 
     #[test]
     fn plan_hash_differs_from_snapshot_id_for_the_same_hashes() {
-        let p = AccessPlanInputs {
-            kernel_replay_token: Digest([0; 32]),
-            manifest_hash: Digest([1; 32]),
-            dataset_key: Digest([2; 32]),
-            sampler_config_hash: Digest([3; 32]),
-        };
+        let p = plan_inputs();
         let mut q = p;
         q.sampler_config_hash = Digest([4; 32]);
         assert_ne!(data_access_plan_hash(&p), data_access_plan_hash(&q));

@@ -1,12 +1,13 @@
 //! Trace records (`run_header`, `iter`, `run_end`) and the error trace record (004 §0.Z
-//! "Error trace rule", §7), each a canonical CBOR map.
+//! "Error trace rule", §7), each a canonical CBOR map, and the trace of a whole snapshot run
+//! ([`run_trace`]): which records, in which order, as one CBOR sequence.
 
 use std::collections::BTreeMap;
 
 use crate::cbor::Value;
 use crate::error::{Error, FailureCode};
 use crate::hash::{Digest, sha256_cbor};
-use crate::snapshot::map;
+use crate::snapshot::{Snapshot, map};
 
 /// Tag of the replay-token preimage (this implementation's, see `docs/lineage.md`).
 pub const REPLAY_TOKEN_TAG: &str = "lineage_replay_token_v1";
@@ -142,6 +143,77 @@ impl ErrorRecord {
     }
 }
 
+/// How a snapshot run ended, as its trace records it.
+#[derive(Debug, Clone, Copy)]
+pub enum RunOutcome<'a> {
+    /// Every file was hashed and the snapshot built.
+    Complete(&'a Snapshot),
+    /// A rule of the contract failed.
+    Failed(&'a Error),
+}
+
+/// The trace of one snapshot run as a CBOR sequence (RFC 8742: the records' canonical encodings
+/// back to back).
+///
+/// A complete run is `run_header`, one `iter` per entry of `file_hashes` (the files hashed in
+/// this run, in `sample_index` order), then `run_end`. Files hashed in an earlier, checkpointed
+/// run have no `iter` record here: `step` is the `sample_index` counted back from the last file,
+/// so the steps end at `source_count - 1` however the run was resumed. A failed run is the one
+/// error record, at `t` = the number of files hashed, with the replay token of `tenant_id` and
+/// `run_id`.
+///
+/// # Examples
+/// ```
+/// use lineage::trace::{RunOutcome, run_trace};
+/// let e = lineage::Error::EmptyDataset;
+/// let bytes = run_trace(RunOutcome::Failed(&e), &[], "acme", "run-1");
+/// let lineage::cbor::Value::Map(record) = lineage::cbor::decode(&bytes)? else { unreachable!() };
+/// assert_eq!(record["failure_code"], lineage::cbor::Value::text("EMPTY_DATASET"));
+/// # Ok::<(), lineage::Error>(())
+/// ```
+#[must_use]
+pub fn run_trace(
+    outcome: RunOutcome<'_>,
+    file_hashes: &[Digest],
+    tenant_id: &str,
+    run_id: &str,
+) -> Vec<u8> {
+    // A slice length always fits in u64 on the targets Rust supports.
+    let hashed = u64::try_from(file_hashes.len()).unwrap_or(u64::MAX);
+    let mut out = Vec::new();
+    match outcome {
+        RunOutcome::Complete(s) => {
+            TraceRecord::RunHeader {
+                source_hashes: vec![s.dataset_root_hash],
+                transform_chain_hash: s.transform_chain_hash,
+            }
+            .to_cbor()
+            .encode_into(&mut out);
+            let first = s.metrics.source_count.saturating_sub(hashed);
+            for (step, hash) in (first..).zip(file_hashes) {
+                TraceRecord::Iter {
+                    step,
+                    hash: *hash,
+                    status: "ok",
+                }
+                .to_cbor()
+                .encode_into(&mut out);
+            }
+            TraceRecord::RunEnd {
+                dataset_snapshot_id: s.dataset_snapshot_id,
+            }
+            .to_cbor()
+            .encode_into(&mut out);
+        }
+        RunOutcome::Failed(e) => {
+            ErrorRecord::from_error(e, e.operator(), hashed, replay_token(tenant_id, run_id))
+                .to_cbor()
+                .encode_into(&mut out);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +237,56 @@ mod tests {
         );
         assert_eq!(m["replay_token"], tok.to_cbor());
         assert_eq!(m["t"], Value::Unsigned(2));
+    }
+
+    #[test]
+    fn run_trace_is_header_iters_from_the_resumed_cursor_then_end() -> Result<(), Error> {
+        let data =
+            crate::dataset_root_hash([("a", &b"1"[..]), ("b", &b"22"[..]), ("c", &b"333"[..])])?;
+        let s = crate::build_snapshot(
+            &crate::SnapshotInputs::new("t", "v", Default::default(), Default::default())?,
+            &data,
+        )?;
+        // A resumed run that hashed only the last two files.
+        let hashes = [crate::hash::sha256(b"22"), crate::hash::sha256(b"333")];
+        let bytes = run_trace(RunOutcome::Complete(&s), &hashes, "t", "r");
+        let mut want = TraceRecord::RunHeader {
+            source_hashes: vec![s.dataset_root_hash],
+            transform_chain_hash: s.transform_chain_hash,
+        }
+        .to_cbor()
+        .to_canonical_bytes();
+        for (step, hash) in [(1, hashes[0]), (2, hashes[1])] {
+            want.extend(
+                TraceRecord::Iter {
+                    step,
+                    hash,
+                    status: "ok",
+                }
+                .to_cbor()
+                .to_canonical_bytes(),
+            );
+        }
+        want.extend(
+            TraceRecord::RunEnd {
+                dataset_snapshot_id: s.dataset_snapshot_id,
+            }
+            .to_cbor()
+            .to_canonical_bytes(),
+        );
+        assert_eq!(bytes, want);
+        Ok(())
+    }
+
+    #[test]
+    fn run_trace_of_a_failure_is_the_error_record_alone() {
+        let e = Error::TransformSeqTie { seq: 1 };
+        let hashes = [crate::hash::sha256(b"x")];
+        assert_eq!(
+            run_trace(RunOutcome::Failed(&e), &hashes, "t", "r"),
+            ErrorRecord::from_error(&e, e.operator(), 1, replay_token("t", "r"))
+                .to_cbor()
+                .to_canonical_bytes()
+        );
     }
 }

@@ -472,6 +472,15 @@ proptest! {
     }
 }
 
+/// `Error::Io` for a failed setup step on `path` (these tests return the crate's own error).
+#[cfg(feature = "fs")]
+fn io(path: &str) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.into(),
+        source,
+    }
+}
+
 #[cfg(feature = "fs")]
 fn write_tree(root: &Path, files: &[(String, Vec<u8>)]) {
     for (p, b) in files {
@@ -491,10 +500,7 @@ fn directory_hash_equals_in_memory_hash_whatever_the_creation_order() -> Result<
     let mut rev = files.clone();
     rev.reverse();
     for order in [&files, &rev] {
-        let dir = tempfile::tempdir().map_err(|e| Error::Io {
-            path: "tmp".into(),
-            source: e,
-        })?;
+        let dir = tempfile::tempdir().map_err(io("tmp"))?;
         write_tree(dir.path(), order);
         assert_eq!(lineage::fs::dataset_root_hash_dir(dir.path())?, want);
     }
@@ -512,10 +518,7 @@ fn interrupted_build_resumes_from_its_checkpoint_to_the_same_root() -> Result<()
             )
         })
         .collect();
-    let dir = tempfile::tempdir().map_err(|e| Error::Io {
-        path: "tmp".into(),
-        source: e,
-    })?;
+    let dir = tempfile::tempdir().map_err(io("tmp"))?;
     write_tree(&dir.path().join("data"), &files);
     let want = lineage::fs::dataset_root_hash_dir(&dir.path().join("data"))?;
     let cp = dir.path().join("build.ckpt");
@@ -548,16 +551,10 @@ fn interrupted_build_resumes_from_its_checkpoint_to_the_same_root() -> Result<()
 #[cfg(feature = "fs")]
 #[test]
 fn checkpoint_of_a_changed_tree_is_refused() -> Result<(), Error> {
-    let dir = tempfile::tempdir().map_err(|e| Error::Io {
-        path: "tmp".into(),
-        source: e,
-    })?;
+    let dir = tempfile::tempdir().map_err(io("tmp"))?;
     write_tree(dir.path(), &[("a".into(), vec![1]), ("b".into(), vec![2])]);
     let cp = dir.path().join("../lineage-test.ckpt");
-    let cp = std::path::absolute(cp).map_err(|e| Error::Io {
-        path: "abs".into(),
-        source: e,
-    })?;
+    let cp = std::path::absolute(cp).map_err(io("abs"))?;
     let opts = HashOptions {
         threads: 1,
         checkpoint: Some(cp.clone()),
@@ -569,10 +566,7 @@ fn checkpoint_of_a_changed_tree_is_refused() -> Result<(), Error> {
         &opts,
         &mut |_| {},
     )?;
-    std::fs::write(dir.path().join("c"), b"3").map_err(|e| Error::Io {
-        path: "c".into(),
-        source: e,
-    })?;
+    std::fs::write(dir.path().join("c"), b"3").map_err(io("c"))?;
     let r = hash_tree(
         &walk(dir.path(), SymlinkPolicy::Refuse)?,
         &opts,
@@ -586,15 +580,9 @@ fn checkpoint_of_a_changed_tree_is_refused() -> Result<(), Error> {
 #[cfg(all(unix, feature = "fs"))]
 #[test]
 fn symlinks_fail_by_default_and_hash_their_target_path_on_request() -> Result<(), Error> {
-    let dir = tempfile::tempdir().map_err(|e| Error::Io {
-        path: "tmp".into(),
-        source: e,
-    })?;
+    let dir = tempfile::tempdir().map_err(io("tmp"))?;
     write_tree(dir.path(), &[("a".into(), b"x".to_vec())]);
-    std::os::unix::fs::symlink("a", dir.path().join("link")).map_err(|e| Error::Io {
-        path: "link".into(),
-        source: e,
-    })?;
+    std::os::unix::fs::symlink("a", dir.path().join("link")).map_err(io("link"))?;
     assert!(matches!(
         walk(dir.path(), SymlinkPolicy::Refuse),
         Err(Error::UnsupportedFileType { .. })
@@ -613,14 +601,8 @@ fn symlinks_fail_by_default_and_hash_their_target_path_on_request() -> Result<()
 #[cfg(feature = "fs")]
 #[test]
 fn empty_directory_is_an_empty_dataset() -> Result<(), Error> {
-    let dir = tempfile::tempdir().map_err(|e| Error::Io {
-        path: "tmp".into(),
-        source: e,
-    })?;
-    std::fs::create_dir(dir.path().join("sub")).map_err(|e| Error::Io {
-        path: "sub".into(),
-        source: e,
-    })?;
+    let dir = tempfile::tempdir().map_err(io("tmp"))?;
+    std::fs::create_dir(dir.path().join("sub")).map_err(io("sub"))?;
     assert!(matches!(
         walk(dir.path(), SymlinkPolicy::Refuse),
         Err(Error::EmptyDataset)

@@ -15,11 +15,7 @@ mod scaling;
 use scaling::assert_scales_linearly;
 
 fn options() -> WriteOptions {
-    WriteOptions {
-        compression: Compression::None,
-        ecc: Ecc::None,
-        ..WriteOptions::default()
-    }
+    WriteOptions::new(Compression::None, Ecc::None)
 }
 
 /// Opening parses the index: duplicate-key checks over one object of `n` metadata keys.

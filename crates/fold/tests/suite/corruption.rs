@@ -9,11 +9,7 @@ use super::{build, metadata, read_all};
 
 fn small(ecc: Ecc, compression: Compression) -> (Vec<u8>, Vec<(String, Vec<u8>)>) {
     let bytes = build(
-        WriteOptions {
-            compression,
-            ecc,
-            ..WriteOptions::default()
-        },
+        WriteOptions::new(compression, ecc),
         &[
             ("a", "JSON", b"{\"k\":1}"),
             ("b", "TSAV", &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]),
@@ -91,7 +87,7 @@ proptest! {
     ) {
         let payload: Vec<u8> = (0..len).map(|i| (seed.rotate_left(u32::try_from(i % 64).unwrap()) ^ i as u64).to_le_bytes()[0]).collect();
         let bytes = build(
-            WriteOptions { compression: Compression::None, ecc: Ecc::Rs(nsym), ..WriteOptions::default() },
+            WriteOptions::new(Compression::None, Ecc::Rs(nsym)),
             &[("x", "TSAV", &payload), ("y", "JSON", b"[]")],
             metadata(),
             1.0,
@@ -132,11 +128,7 @@ proptest! {
 fn damage_confined_to_ecc_bytes_is_found_by_damaged_parity_and_undone_by_repair() {
     let payload = vec![0xAB_u8; 600]; // three rs(32) codewords
     let bytes = build(
-        WriteOptions {
-            compression: Compression::None,
-            ecc: Ecc::Rs(32),
-            ..WriteOptions::default()
-        },
+        WriteOptions::new(Compression::None, Ecc::Rs(32)),
         &[("x", "TSAV", &payload)],
         metadata(),
         1.0,

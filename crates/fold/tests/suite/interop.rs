@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use fold::json::{self, Map, Value};
-use fold::{Compression, Ecc, FoldReader, FoldWriter, WriteOptions};
+use fold::{Compression, Ecc, FoldReader, WriteOptions};
 
 fn python() -> String {
     std::env::var("INTEROP_PYTHON")
@@ -123,18 +123,12 @@ fn write_spec(dir: &Path, i: usize, c: &Case, extra: &str) -> PathBuf {
 }
 
 fn rust_write(c: &Case) -> Vec<u8> {
-    let opts = WriteOptions {
-        compression: c.compress,
-        ecc: c.ecc,
-        ..WriteOptions::default()
-    };
-    let mut w = FoldWriter::new(std::io::Cursor::new(Vec::new()), opts).unwrap();
-    for (n, t, p) in &c.chunks {
-        w.add_chunk(n, t, p).unwrap();
-    }
-    w.finish(c.metadata.clone(), 1_700_000_123.456_789)
-        .unwrap()
-        .into_inner()
+    super::build_owned(
+        WriteOptions::new(c.compress, c.ecc),
+        &c.chunks,
+        c.metadata.clone(),
+        1_700_000_123.456_789,
+    )
 }
 
 #[test]

@@ -32,6 +32,20 @@ pub(crate) fn build(
     w.finish(metadata, created_at).unwrap().into_inner()
 }
 
+/// [`build`] for owned chunks (name, ctype, payload), as the vector files describe them.
+pub(crate) fn build_owned(
+    opts: WriteOptions,
+    chunks: &[(String, String, Vec<u8>)],
+    metadata: Map,
+    created_at: f64,
+) -> Vec<u8> {
+    let specs: Vec<Spec<'_>> = chunks
+        .iter()
+        .map(|(name, ctype, payload)| (name.as_str(), ctype.as_str(), payload.as_slice()))
+        .collect();
+    build(opts, &specs, metadata, created_at)
+}
+
 /// Some metadata with non-ASCII text and floats in every repr style.
 pub(crate) fn metadata() -> Map {
     match fold::json::parse(

@@ -70,7 +70,7 @@ proptest! {
         let chunks: Vec<_> = chunks.into_iter().filter(|c| seen.insert(c.0.clone())).collect();
         let spec: Vec<super::Spec<'_>> = chunks.iter().map(|(n, t, p)| (n.as_str(), t.as_str(), p.as_slice())).collect();
         let compression = if zstd { Compression::Zstd } else { Compression::None };
-        let bytes = build(WriteOptions { compression, ecc, ..WriteOptions::default() }, &spec, Vec::new(), ts);
+        let bytes = build(WriteOptions::new(compression, ecc), &spec, Vec::new(), ts);
         let got = read_all(&bytes).unwrap();
         prop_assert_eq!(got.len(), spec.len());
         for ((n, _, p), (gn, gp)) in spec.iter().zip(&got) {

@@ -4,7 +4,12 @@ use std::sync::Mutex;
 
 use fold::{Compression, Ecc, FoldReader, Source, WriteOptions};
 
-use super::{build, metadata, read_all};
+use super::{Spec, build, metadata, read_all};
+
+/// A container with default options and the shared [`metadata`].
+fn build_default(chunks: &[Spec<'_>], created_at: f64) -> Vec<u8> {
+    build(WriteOptions::default(), chunks, metadata(), created_at)
+}
 
 #[test]
 fn written_chunks_read_back_identical_for_every_compression_and_ecc() {
@@ -17,11 +22,7 @@ fn written_chunks_read_back_identical_for_every_compression_and_ecc() {
             Ecc::Rs(64),
             Ecc::Rs(254),
         ] {
-            let opts = WriteOptions {
-                compression,
-                ecc,
-                ..WriteOptions::default()
-            };
+            let opts = WriteOptions::new(compression, ecc);
             let chunks = [
                 ("a", "JSON", &b"{}"[..]),
                 ("empty", "NPZ0", &[][..]),
@@ -44,12 +45,7 @@ fn written_chunks_read_back_identical_for_every_compression_and_ecc() {
 
 #[test]
 fn index_records_pyfolds_fields_and_hashes() {
-    let bytes = build(
-        WriteOptions::default(),
-        &[("a", "JSON", b"{}")],
-        metadata(),
-        2.0,
-    );
+    let bytes = build_default(&[("a", "JSON", b"{}")], 2.0);
     let r = FoldReader::open(&bytes[..]).unwrap();
     let idx = r.index();
     assert_eq!(idx.version, "1.2.0");
@@ -94,14 +90,12 @@ impl Source for Recording<'_> {
 #[test]
 fn opening_reads_header_and_index_only_and_a_chunk_read_touches_only_its_range() {
     let payload = vec![9_u8; 10_000];
-    let bytes = build(
-        WriteOptions::default(),
+    let bytes = build_default(
         &[
             ("a", "TSAV", &payload),
             ("b", "TSAV", &payload),
             ("c", "JSON", b"{}"),
         ],
-        metadata(),
         3.0,
     );
     let src = Recording {
@@ -128,12 +122,7 @@ fn opening_reads_header_and_index_only_and_a_chunk_read_touches_only_its_range()
 
 #[test]
 fn seek_source_reads_like_a_slice() {
-    let bytes = build(
-        WriteOptions::default(),
-        &[("a", "JSON", b"[1]")],
-        metadata(),
-        3.0,
-    );
+    let bytes = build_default(&[("a", "JSON", b"[1]")], 3.0);
     let src = fold::SeekSource::new(std::io::Cursor::new(bytes)).unwrap();
     assert_eq!(
         FoldReader::open(src).unwrap().read_chunk("a").unwrap(),
@@ -211,11 +200,7 @@ fn every_kind_of_source_reads_the_same() {
         .collect();
     let dir = tempfile::tempdir().unwrap();
     for compression in [Compression::None, Compression::Zstd] {
-        let opts = WriteOptions {
-            compression,
-            ecc: Ecc::Rs(16),
-            ..WriteOptions::default()
-        };
+        let opts = WriteOptions::new(compression, Ecc::Rs(16));
         let chunks = [
             ("small", "JSON", &b"{\"k\":1}"[..]),
             ("big", "TSAV", &big[..]),

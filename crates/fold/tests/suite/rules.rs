@@ -7,11 +7,7 @@ use super::{build, metadata, replace_index_text, rewrite_index};
 
 fn sample(ecc: Ecc, compression: Compression) -> Vec<u8> {
     build(
-        WriteOptions {
-            compression,
-            ecc,
-            ..WriteOptions::default()
-        },
+        WriteOptions::new(compression, ecc),
         &[
             ("a", "JSON", b"{\"k\":[1,2,3]}"),
             ("b", "TSAV", &[5_u8; 300]),

@@ -109,19 +109,12 @@ fn files_written_by_pyfolds_read_and_verify() {
 fn rust_writes_the_same_bytes_as_pyfolds_given_the_same_inputs() {
     for f in pyfolds_files() {
         let want = std::fs::read(data_path(&f.name)).unwrap();
-        let opts = WriteOptions {
-            compression: f.compress,
-            ecc: f.ecc,
-            ..WriteOptions::default()
-        };
-        let mut w = FoldWriter::new(std::io::Cursor::new(Vec::new()), opts).unwrap();
-        for (name, ctype, payload) in &f.chunks {
-            w.add_chunk(name, ctype, payload).unwrap();
-        }
-        let got = w
-            .finish(f.metadata.clone(), f.created_at)
-            .unwrap()
-            .into_inner();
+        let got = super::build_owned(
+            WriteOptions::new(f.compress, f.ecc),
+            &f.chunks,
+            f.metadata.clone(),
+            f.created_at,
+        );
         assert!(got == want, "{}: Rust output differs from pyfolds'", f.name);
     }
 }
@@ -152,11 +145,7 @@ fn pyfolds_multi_codeword_file_reads_when_intact() {
 fn docs_worked_example_is_what_rust_writes() {
     // docs/fold.md, "Worked example": pyfolds' bytes for one 2-byte chunk with rs(4).
     let want = std::fs::read(data_path("pyfolds_doc_example.fold")).unwrap();
-    let opts = WriteOptions {
-        compression: Compression::None,
-        ecc: Ecc::Rs(4),
-        ..WriteOptions::default()
-    };
+    let opts = WriteOptions::new(Compression::None, Ecc::Rs(4));
     let mut w = FoldWriter::new(std::io::Cursor::new(Vec::new()), opts).unwrap();
     w.add_chunk("a", "JSON", b"{}").unwrap();
     assert_eq!(w.finish(Vec::new(), 1.5).unwrap().into_inner(), want);

@@ -1,9 +1,10 @@
 //! O(1) lookups of unique names held in a `Vec`, without copying the names.
 //!
-//! Objects and the chunk list keep their order (pyfolds' index is insertion-ordered), so they
-//! stay `Vec`s; a [`NameTable`] beside one maps a name to its position. Every duplicate check and
-//! lookup on untrusted input goes through one, so an index with `n` keys or chunks costs O(n) to
-//! check instead of O(n²) (issue 14 §2: 80 000 keys took 28 s with a linear scan per key).
+//! Objects keep their order (pyfolds' index is insertion-ordered, and so is the reader's list of
+//! entries), so they stay `Vec`s; a [`NameTable`] beside one maps a name to its position. The
+//! reader's duplicate-key check goes through one, and so do fold's chunk-name checks and lookups,
+//! so an input with `n` keys or names costs O(n) to check instead of O(n²) (issue 14 §2: 80 000
+//! keys took 28 s with a linear scan per key).
 
 use std::hash::{BuildHasher, RandomState};
 
@@ -15,30 +16,33 @@ use hashbrown::HashTable;
 /// never copied. The hasher is randomly keyed (SipHash, `RandomState`), so an input cannot be
 /// crafted to make its names collide.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct NameTable {
+pub struct NameTable {
     hasher: RandomState,
     table: HashTable<usize>,
 }
 
 impl NameTable {
     /// A table with room for `n` names.
-    pub(crate) fn with_capacity(n: usize) -> Self {
+    #[must_use]
+    pub fn with_capacity(n: usize) -> Self {
         Self {
             hasher: RandomState::new(),
             table: HashTable::with_capacity(n),
         }
     }
 
-    /// The position of `name`.
-    pub(crate) fn find<'a>(&self, name: &str, name_at: impl Fn(usize) -> &'a str) -> Option<usize> {
+    /// The position of `name`, where `name_at` gives the name at a position.
+    pub fn find<'a>(&self, name: &str, name_at: impl Fn(usize) -> &'a str) -> Option<usize> {
         self.table
             .find(self.hasher.hash_one(name), |&i| name_at(i) == name)
             .copied()
     }
 
-    /// Records that `name` is at `position`, unless the name is already present: then returns
-    /// the position it has.
-    pub(crate) fn insert<'a>(
+    /// Records that `name` is at `position`, unless the name is already present.
+    ///
+    /// # Errors
+    /// The position `name` already has.
+    pub fn insert<'a>(
         &mut self,
         name: &str,
         position: usize,
