@@ -761,13 +761,12 @@ fn quantizers_match_ggmls_c_reference_code() {
     for (name, block_bytes, kernel) in quantizers() {
         let ours = ours(kernel, block_bytes, &values);
         let theirs_path = dir.path().join(format!("{name}.ggml"));
-        let output = ggml_probe(&[
-            "quantize".as_ref(),
-            name.as_ref(),
-            input.as_os_str(),
-            theirs_path.as_os_str(),
-        ]);
-        succeeded(&format!("ggml quantize {name}"), &output);
+        // `ggml_probe OP NAME FROM TO`: ggml's own quantizer or dequantizer of type `name`.
+        let probe = |op: &str, from: &Path, to: &Path| {
+            let args = [op.as_ref(), name.as_ref(), from.as_os_str(), to.as_os_str()];
+            succeeded(&format!("ggml {op} {name}"), &ggml_probe(&args));
+        };
+        probe("quantize", &input, &theirs_path);
         let theirs = std::fs::read(&theirs_path).unwrap();
         assert_eq!(ours.len(), theirs.len());
         for (i, (a, b)) in ours
@@ -781,13 +780,7 @@ fn quantizers_match_ggmls_c_reference_code() {
         let ours_path = dir.path().join(format!("{name}.ours"));
         std::fs::write(&ours_path, &ours).unwrap();
         let back = dir.path().join(format!("{name}.back"));
-        let output = ggml_probe(&[
-            "dequantize".as_ref(),
-            name.as_ref(),
-            ours_path.as_os_str(),
-            back.as_os_str(),
-        ]);
-        succeeded(&format!("ggml dequantize {name}"), &output);
+        probe("dequantize", &ours_path, &back);
         let theirs = from_bytes(&std::fs::read(&back).unwrap());
         let mut mine = vec![0f32; values.len()];
         match name {

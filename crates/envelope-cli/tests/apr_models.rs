@@ -7,6 +7,9 @@ use std::process::{Command, Output};
 
 use apr::{DType, ModelCard, ModelType, QuantType, SaveOptions, Tensor, TensorModel};
 
+/// Argon2id parameters that make a test's keys and passwords cheap to derive.
+const CHEAP_ARGON2: [&str; 4] = ["--argon2-m-kib", "1024", "--argon2-t", "1"];
+
 fn apr_bin() -> &'static str {
     env!("CARGO_BIN_EXE_apr")
 }
@@ -297,17 +300,8 @@ fn every_signal_of_5_1_through_the_cli() {
     let pw = ws.path("pw");
     std::fs::write(&pw, "pw\n").unwrap();
     // A command with the password file and a cheap Argon2id.
-    let with_password = |args: &[&str]| {
-        let password = [
-            "--password-file",
-            &pw,
-            "--argon2-m-kib",
-            "1024",
-            "--argon2-t",
-            "1",
-        ];
-        run(&[args, &password[..]].concat())
-    };
+    let with_password =
+        |args: &[&str]| run(&[args, &["--password-file", &pw], &CHEAP_ARGON2].concat());
     let key = ws.path("me.key");
     assert_ok(&with_password(&["keygen", "-o", &key]));
     let trusted = ws.path("trusted");
