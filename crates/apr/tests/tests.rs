@@ -123,6 +123,21 @@ fn python() -> String {
     std::env::var("INTEROP_PYTHON").expect("INTEROP_PYTHON must name the interop venv's python")
 }
 
+/// `model` as GGUF with the golden card and the default options.
+fn gguf_bytes(model: &TensorModel, model_type: ModelType) -> apr::Result<Vec<u8>> {
+    gguf::to_bytes(model, model_type, &card(), &gguf::GgufOptions::default())
+}
+
+/// The test values of `seed` (random and adversarial blocks, `vectors::test_values`) and a
+/// temporary directory holding them as `values.f32`, for an oracle to quantize.
+fn values_file(seed: u64) -> (tempfile::TempDir, Vec<f32>, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let values = test_values(seed, 4096);
+    let input = dir.path().join("values.f32");
+    std::fs::write(&input, to_bytes(&values)).unwrap();
+    (dir, values, input)
+}
+
 /// The stdout of a helper program's run, which must have succeeded (`what` names the run).
 fn succeeded(what: &str, output: &std::process::Output) -> Vec<u8> {
     assert!(
@@ -145,10 +160,7 @@ fn run_oracle(args: &[&std::ffi::OsStr]) -> String {
 #[test]
 #[ignore = "interop: needs INTEROP_PYTHON (run by .ci/run)"]
 fn quantization_matches_gguf_quants_on_random_and_adversarial_blocks() {
-    let dir = tempfile::tempdir().unwrap();
-    let values = test_values(0xC0FFEE, 4096);
-    let input = dir.path().join("values.f32");
-    std::fs::write(&input, to_bytes(&values)).unwrap();
+    let (dir, values, input) = values_file(0xC0FFEE);
     let mut mine = Vec::new();
     for (name, block_bytes, kernel) in quantizers() {
         let bytes = ours(kernel, block_bytes, &values);
@@ -193,13 +205,7 @@ fn gguf_reader_reads_back_every_exported_file() {
             None => sample_model(),
             Some(q) => sample_model().quantize(q).unwrap(),
         };
-        let bytes = gguf::to_bytes(
-            &model,
-            ModelType::NeuralSequential,
-            &card(),
-            &gguf::GgufOptions::default(),
-        )
-        .unwrap();
+        let bytes = gguf_bytes(&model, ModelType::NeuralSequential).unwrap();
         let path = dir.path().join("model.gguf");
         std::fs::write(&path, &bytes).unwrap();
         let json: serde_json::Value =
@@ -356,26 +362,17 @@ fn corrupt_files_raise_the_envelope_signals() {
     let bytes =
         apr::save_tensors_to_bytes(&sample_model(), ModelType::Custom, &SaveOptions::default())
             .unwrap();
-    let mut flipped = bytes.clone();
-    flipped[100] ^= 1;
-    assert_eq!(
-        apr::load_tensors_from_bytes(&flipped, ModelType::Custom)
-            .unwrap_err()
-            .signal(),
-        Signal::ChecksumMismatch
-    );
-    let mut magic = bytes.clone();
-    magic[0] = b'X';
-    assert_eq!(
-        apr::load_tensors_from_bytes(&magic, ModelType::Custom)
-            .unwrap_err()
-            .signal(),
-        Signal::InvalidFormat
-    );
-    let mut version = bytes.clone();
-    version[4] = 99;
-    let error = apr::load_tensors_from_bytes(&version, ModelType::Custom).unwrap_err();
-    assert_eq!(error.signal(), Signal::UnsupportedVersion, "{error}");
+    // A payload bit, the magic, the version: each byte set to `value` raises its signal.
+    for (at, value, signal) in [
+        (100, bytes[100] ^ 1, Signal::ChecksumMismatch),
+        (0, b'X', Signal::InvalidFormat),
+        (4, 99, Signal::UnsupportedVersion),
+    ] {
+        let mut damaged = bytes.clone();
+        damaged[at] = value;
+        let error = apr::load_tensors_from_bytes(&damaged, ModelType::Custom).unwrap_err();
+        assert_eq!(error.signal(), signal, "byte {at}: {error}");
+    }
     // Corruption sweep: every single-byte change is refused, never a panic or wrong data.
     for at in (0..bytes.len()).step_by(7) {
         let mut damaged = bytes.clone();
@@ -405,13 +402,7 @@ fn quantization_gates_through_the_api() {
         Tensor::new("mask", DType::U8, vec![4], vec![0; 4]).unwrap(),
     ])
     .unwrap();
-    let error = gguf::to_bytes(
-        &model,
-        ModelType::Custom,
-        &card(),
-        &gguf::GgufOptions::default(),
-    )
-    .unwrap_err();
+    let error = gguf_bytes(&model, ModelType::Custom).unwrap_err();
     assert_eq!(error.signal(), Signal::Usage);
     assert!(error.to_string().contains("ExportFailed") && error.to_string().contains("mask"));
 }
@@ -754,10 +745,7 @@ fn fnv1a64_hex(data: &[u8]) -> String {
 #[test]
 #[ignore = "interop: needs GGML_PROBE (built by .ci/setup-ggml, run by .ci/run)"]
 fn quantizers_match_ggmls_c_reference_code() {
-    let dir = tempfile::tempdir().unwrap();
-    let values = test_values(0x9e37_79b9, 4096);
-    let input = dir.path().join("values.f32");
-    std::fs::write(&input, to_bytes(&values)).unwrap();
+    let (dir, values, input) = values_file(0x9e37_79b9);
     for (name, block_bytes, kernel) in quantizers() {
         let ours = ours(kernel, block_bytes, &values);
         let theirs_path = dir.path().join(format!("{name}.ggml"));
@@ -825,13 +813,7 @@ fn exported_gguf_files_pass_ggmls_own_loader() {
         ),
     ];
     for (label, model) in models {
-        let bytes = gguf::to_bytes(
-            &model,
-            ModelType::NeuralSequential,
-            &card(),
-            &gguf::GgufOptions::default(),
-        )
-        .unwrap();
+        let bytes = gguf_bytes(&model, ModelType::NeuralSequential).unwrap();
         let path = dir.path().join(format!("{label}.gguf"));
         std::fs::write(&path, &bytes).unwrap();
         let output = ggml_probe(&["load".as_ref(), path.as_os_str()]);
