@@ -19,7 +19,7 @@ use embedded_model::LogisticRegression;
 /// The model, verified (CRC32, header, model type) every time the binary starts.
 const MODEL: &[u8] = include_bytes!("data/iris_logistic.apr");
 
-fn main() -> Result<(), envelope_core::Error> {
+fn main() -> Result<(), apr::Error> {
     let model: LogisticRegression = apr::load_from_bytes(MODEL, ModelType::LogisticRegression)?;
     let features: Vec<f32> = std::env::args()
         .skip(1)

@@ -12,7 +12,7 @@ use envelope_core::Compression;
 #[path = "common/model.rs"]
 mod embedded_model;
 
-fn main() -> Result<(), envelope_core::Error> {
+fn main() -> Result<(), apr::Error> {
     let model = embedded_model::LogisticRegression {
         classes: vec!["setosa".into(), "versicolor".into(), "virginica".into()],
         // One-vs-rest weights over (sepal length, sepal width, petal length, petal width).

@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use envelope_core::{Error, FormatError, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, Result};
 use crate::quant::QuantizationInfo;
 
 /// Deepest nesting of MessagePack arrays and maps the metadata decoder follows: the map itself
@@ -93,10 +93,12 @@ impl ModelMetadata {
     /// MessagePack with named keys.
     ///
     /// # Errors
-    /// `InvalidArgument` if a value cannot be encoded (a non-string map key in a hyperparameter).
+    /// `Encode` if a value cannot be encoded (a non-string map key in a hyperparameter).
     pub fn encode(&self) -> Result<Vec<u8>> {
-        rmp_serde::to_vec_named(self)
-            .map_err(|_| Error::InvalidArgument("the model card cannot be encoded as MessagePack"))
+        rmp_serde::to_vec_named(self).map_err(|source| Error::Encode {
+            what: "model card",
+            source,
+        })
     }
 
     /// Decodes a metadata section.
@@ -104,15 +106,25 @@ impl ModelMetadata {
     /// # Errors
     /// `InvalidFormat` if it is not a metadata map of this format.
     pub fn decode(bytes: &[u8]) -> Result<Self> {
-        let mut decoder = rmp_serde::Deserializer::from_read_ref(bytes);
-        decoder.set_max_depth(MAX_METADATA_DEPTH);
-        Self::deserialize(&mut decoder).map_err(|_| {
-            FormatError::Inconsistent {
-                reason: "the metadata is not an .apr model card map (docs/apr.md §3)",
-            }
-            .into()
-        })
+        decode_messagepack(
+            bytes,
+            MAX_METADATA_DEPTH,
+            "the metadata is not an .apr model card map (docs/apr.md §3)",
+        )
     }
+}
+
+/// A MessagePack value of `T` from a file's bytes, nested at most `max_depth` deep (deeper input
+/// is refused, never a stack overflow); `Malformed` with `reason` and the decoder's error
+/// otherwise.
+pub(crate) fn decode_messagepack<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    max_depth: usize,
+    reason: &'static str,
+) -> Result<T> {
+    let mut decoder = rmp_serde::Deserializer::from_read_ref(bytes);
+    decoder.set_max_depth(max_depth);
+    T::deserialize(&mut decoder).map_err(|source| Error::malformed(reason, source))
 }
 
 #[cfg(test)]

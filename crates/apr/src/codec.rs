@@ -9,13 +9,12 @@
 
 use std::borrow::Cow;
 
-use envelope_core::{
-    Compression, Envelope, EnvelopeParts, Error, Format, FormatError, Payload, Result,
-};
+use envelope_core::{Compression, Envelope, EnvelopeParts, Format, Payload};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::card::{ModelCard, ModelMetadata, PayloadKind, TensorEntry};
+use crate::error::{Error, Result};
 use crate::model::TensorModel;
 use crate::model_type::ModelType;
 use crate::tensor::{DType, Tensor};
@@ -45,15 +44,17 @@ impl Default for SaveOptions {
 /// The envelope parts of a serde model, ready to write, encrypt or sign.
 ///
 /// # Errors
-/// `InvalidArgument` if the model cannot be encoded as MessagePack; `Usage` if the compression is
-/// not compiled in.
+/// `Encode` if the model cannot be encoded as MessagePack; `Usage` if the compression is not
+/// compiled in.
 pub fn model_parts<M: Serialize + ?Sized>(
     model: &M,
     model_type: ModelType,
     options: &SaveOptions,
 ) -> Result<EnvelopeParts<'static>> {
-    let body = rmp_serde::to_vec_named(model)
-        .map_err(|_| Error::InvalidArgument("the model cannot be encoded as MessagePack"))?;
+    let body = rmp_serde::to_vec_named(model).map_err(|source| Error::Encode {
+        what: "model",
+        source,
+    })?;
     let metadata = ModelMetadata {
         model_card: options.card.clone(),
         payload: PayloadKind::Serde,
@@ -93,7 +94,7 @@ pub fn save_to_bytes<M: Serialize + ?Sized>(
     model_type: ModelType,
     options: &SaveOptions,
 ) -> Result<Vec<u8>> {
-    model_parts(model, model_type, options)?.to_bytes()
+    Ok(model_parts(model, model_type, options)?.to_bytes()?)
 }
 
 /// The metadata of a tensor model.
@@ -119,7 +120,7 @@ pub(crate) fn tensor_metadata(model: &TensorModel, card: &ModelCard) -> ModelMet
 /// so one tensor loads alone and files past 4 GiB work (u64 chunk offsets).
 ///
 /// # Errors
-/// `InvalidArgument` for duplicate names; `Usage` if the compression is not compiled in.
+/// `DuplicateName` for duplicate names; `Usage` if the compression is not compiled in.
 pub fn tensor_parts(
     model: &TensorModel,
     model_type: ModelType,
@@ -154,7 +155,7 @@ pub fn save_tensors_to_bytes(
         .tensors
         .iter()
         .map(|t| envelope_core::compression::compress(options.compression, t.data()))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<envelope_core::Result<Vec<_>>>()?;
     let mut index = envelope_core::ChunkIndex::from_sizes(
         stored
             .iter()
@@ -173,7 +174,7 @@ pub fn save_tensors_to_bytes(
     for bytes in &stored {
         writer.write_chunk(bytes)?;
     }
-    writer.finish()
+    Ok(writer.finish()?)
 }
 
 /// Loads a serde model from `.apr` bytes, for example `include_bytes!("model.apr")` (001 §1.1).
@@ -208,10 +209,6 @@ pub struct AprFile<B> {
     /// For a TRUENO_NATIVE file, each tensor's exact byte size (its chunk also holds the zero
     /// padding up to the next 64-byte boundary).
     aligned_sizes: Option<Vec<u64>>,
-}
-
-fn inconsistent(reason: &'static str) -> Error {
-    FormatError::Inconsistent { reason }.into()
 }
 
 impl<B: AsRef<[u8]>> AprFile<B> {
@@ -314,7 +311,7 @@ impl<B: AsRef<[u8]>> AprFile<B> {
     /// Decodes a serde model from an unencrypted file.
     ///
     /// # Errors
-    /// `DecryptionFailed` (key required) if encrypted; `InvalidArgument` for a tensor model;
+    /// `DecryptionFailed` (key required) if encrypted; `WrongPayload` for a tensor model;
     /// `InvalidFormat` if the payload is not a MessagePack value of `M`.
     pub fn model<M: DeserializeOwned>(&self) -> Result<M> {
         decode_serde(self.metadata.payload, &self.envelope.decode_payload()?)
@@ -323,7 +320,7 @@ impl<B: AsRef<[u8]>> AprFile<B> {
     /// Reads every tensor of an unencrypted file.
     ///
     /// # Errors
-    /// `DecryptionFailed` (key required) if encrypted; `InvalidArgument` for a serde model;
+    /// `DecryptionFailed` (key required) if encrypted; `WrongPayload` for a serde model;
     /// `InvalidFormat` for a corrupt chunk.
     pub fn tensors(&self) -> Result<TensorModel> {
         self.tensors_from(|i| self.chunk_data(i))
@@ -333,12 +330,13 @@ impl<B: AsRef<[u8]>> AprFile<B> {
     /// way to walk a model larger than memory.
     ///
     /// # Errors
-    /// As [`AprFile::tensors`]; `InvalidArgument` if there is no such position.
+    /// As [`AprFile::tensors`]; `NoTensorAt` if there is no such position.
     pub fn tensor_at(&self, position: usize) -> Result<Tensor> {
         if position >= self.metadata.tensors.len() {
-            return Err(Error::InvalidArgument(
-                "the model has no tensor at this position",
-            ));
+            return Err(Error::NoTensorAt {
+                position,
+                count: self.metadata.tensors.len(),
+            });
         }
         let data = self.chunk_data(position)?;
         self.build(position, data)
@@ -347,16 +345,16 @@ impl<B: AsRef<[u8]>> AprFile<B> {
     /// Reads the tensor named `name` of an unencrypted file, and only it.
     ///
     /// # Errors
-    /// As [`AprFile::tensors`]; `InvalidArgument` if there is no such tensor.
+    /// As [`AprFile::tensors`]; `NoTensorNamed` if there is no such tensor.
     pub fn tensor(&self, name: &str) -> Result<Tensor> {
         let position = self
             .metadata
             .tensors
             .iter()
             .position(|t| t.name == name)
-            .ok_or(Error::InvalidArgument(
-                "the model has no tensor of that name",
-            ))?;
+            .ok_or_else(|| Error::NoTensorNamed {
+                name: name.to_owned(),
+            })?;
         let data = self.chunk_data(position)?;
         self.build(position, data)
     }
@@ -380,9 +378,9 @@ pub(crate) fn tensors_from(
     mut chunk: impl FnMut(usize) -> Result<Vec<u8>>,
 ) -> Result<TensorModel> {
     if metadata.payload != PayloadKind::Tensors {
-        return Err(Error::InvalidArgument(
-            "this file holds a serde model, not named tensors",
-        ));
+        return Err(Error::WrongPayload {
+            found: metadata.payload,
+        });
     }
     let mut tensors = Vec::with_capacity(metadata.tensors.len());
     for position in 0..metadata.tensors.len() {
@@ -395,10 +393,10 @@ pub(crate) fn tensors_from(
 }
 
 fn build(metadata: &ModelMetadata, position: usize, data: Vec<u8>) -> Result<Tensor> {
-    let entry = metadata
-        .tensors
-        .get(position)
-        .ok_or(Error::InvalidArgument("no tensor at this position"))?;
+    let entry = metadata.tensors.get(position).ok_or(Error::NoTensorAt {
+        position,
+        count: metadata.tensors.len(),
+    })?;
     let mut tensor = Tensor::new(
         entry.name.clone(),
         DType::from_code(entry.dtype)?,
@@ -406,7 +404,10 @@ fn build(metadata: &ModelMetadata, position: usize, data: Vec<u8>) -> Result<Ten
         data,
     )
     .map_err(|error| match error {
-        Error::InvalidArgument(_) => inconsistent("a tensor entry is invalid"),
+        // The tensor rules a caller breaks are the file's fault here.
+        Error::NameLength { .. } | Error::TooManyDims { .. } | Error::DataLength { .. } => {
+            Error::inconsistent("a tensor entry is invalid")
+        }
         other => other,
     })?;
     tensor.quantizer.clone_from(&entry.quantizer);
@@ -415,14 +416,13 @@ fn build(metadata: &ModelMetadata, position: usize, data: Vec<u8>) -> Result<Ten
 
 pub(crate) fn decode_serde<M: DeserializeOwned>(kind: PayloadKind, payload: &[u8]) -> Result<M> {
     if kind != PayloadKind::Serde {
-        return Err(Error::InvalidArgument(
-            "this file holds named tensors; load it as a tensor model",
-        ));
+        return Err(Error::WrongPayload { found: kind });
     }
-    let mut decoder = rmp_serde::Deserializer::from_read_ref(payload);
-    decoder.set_max_depth(MAX_PAYLOAD_DEPTH);
-    M::deserialize(&mut decoder)
-        .map_err(|_| inconsistent("the payload is not a MessagePack value of the requested type"))
+    crate::card::decode_messagepack(
+        payload,
+        MAX_PAYLOAD_DEPTH,
+        "the payload is not a MessagePack value of the requested type",
+    )
 }
 
 /// Decodes the metadata of a verified envelope and checks it against the payload's structure.
@@ -437,30 +437,31 @@ fn check_structure<B: AsRef<[u8]>>(envelope: &Envelope<B>, metadata: &ModelMetad
     match (metadata.payload, index) {
         (PayloadKind::Serde, None) => return Ok(()),
         (PayloadKind::Serde, Some(_)) => {
-            return Err(inconsistent("a serde model's payload must not be chunked"));
+            return Err(Error::inconsistent(
+                "a serde model's payload must not be chunked",
+            ));
         }
         (PayloadKind::Tensors, None) => {
-            return Err(inconsistent("a tensor model's payload must be chunked"));
+            return Err(Error::inconsistent(
+                "a tensor model's payload must be chunked",
+            ));
         }
         (PayloadKind::Tensors, Some(_)) => {}
     }
     let index = index.map(|i| i.entries()).unwrap_or_default();
     if index.len() != metadata.tensors.len() {
-        return Err(inconsistent(
+        return Err(Error::inconsistent(
             "the metadata lists a different number of tensors than the payload has chunks",
         ));
     }
-    let mut names: Vec<&str> = metadata.tensors.iter().map(|t| t.name.as_str()).collect();
-    names.sort_unstable();
-    if names.windows(2).any(|pair| pair[0] == pair[1]) {
-        return Err(inconsistent("two tensors have the same name"));
-    }
+    crate::error::check_unique(metadata.tensors.iter().map(|t| t.name.as_str()))
+        .map_err(|_| Error::inconsistent("two tensors have the same name"))?;
     let mut any_quantized = false;
     for (entry, chunk) in metadata.tensors.iter().zip(index) {
         let dtype = DType::from_code(entry.dtype)?;
         any_quantized |= dtype.is_quantized();
         if entry.shape.len() > crate::tensor::MAX_DIMS {
-            return Err(inconsistent("a tensor has more than 8 dimensions"));
+            return Err(Error::inconsistent("a tensor has more than 8 dimensions"));
         }
         let expected = crate::tensor::element_count(&entry.shape).and_then(|n| dtype.byte_len(n));
         // An aligned (TRUENO_NATIVE) chunk also holds the padding to the next 64-byte boundary;
@@ -476,13 +477,13 @@ fn check_structure<B: AsRef<[u8]>>(envelope: &Envelope<B>, metadata: &ModelMetad
                     && len <= chunk.uncompressed_size
                     && chunk.uncompressed_size - len < 64 => {}
             (DType::Quantized(_), _) => {
-                return Err(Error::QuantizationCorrupt {
-                    tensor: entry.name.clone(),
-                    reason: "the block data does not match the tensor's shape",
-                });
+                return Err(Error::corrupt(
+                    &entry.name,
+                    "the block data does not match the tensor's shape",
+                ));
             }
             _ => {
-                return Err(inconsistent(
+                return Err(Error::inconsistent(
                     "a tensor's stored size does not match its dtype and shape",
                 ));
             }
@@ -493,7 +494,7 @@ fn check_structure<B: AsRef<[u8]>>(envelope: &Envelope<B>, metadata: &ModelMetad
         .flags()
         .contains(envelope_core::Flags::QUANTIZED);
     if flagged != any_quantized {
-        return Err(inconsistent(
+        return Err(Error::inconsistent(
             "the QUANTIZED flag disagrees with the tensors' dtypes",
         ));
     }

@@ -5,7 +5,7 @@
 //! encrypt → attach the license → sign. Loading: signature → license (expiry) → decryption →
 //! model type → metadata → payload, stopping at the first failure.
 
-use envelope_core::{Envelope, Format, Result};
+use envelope_core::{Envelope, Format};
 use envelope_crypto::{CryptoRngCore, DecryptionKey};
 use envelope_license::LicenseBlock;
 use envelope_license::commercial::{self, CommercialPackage};
@@ -13,9 +13,11 @@ use envelope_sign::TrustedKeys;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::card::ModelMetadata;
 use crate::codec::{
     SaveOptions, checked_metadata, decode_serde, model_parts, tensor_parts, tensors_from,
 };
+use crate::error::Result;
 use crate::model::TensorModel;
 use crate::model_type::ModelType;
 
@@ -66,7 +68,11 @@ pub fn package_commercial(
         encrypt_to: package.encrypt_to,
         options: package.options,
     };
-    commercial::package(&tensor_parts(model, model_type, options)?, &package, rng)
+    Ok(commercial::package(
+        &tensor_parts(model, model_type, options)?,
+        &package,
+        rng,
+    )?)
 }
 
 /// Packages a serde model for one buyer (003 §8.5 `package_commercial`; serde models have no
@@ -81,19 +87,30 @@ pub fn package_commercial_serde<M: Serialize + ?Sized>(
     package: &CommercialPackage<'_>,
     rng: &mut impl CryptoRngCore,
 ) -> Result<Vec<u8>> {
-    commercial::package(&model_parts(model, model_type, options)?, package, rng)
+    Ok(commercial::package(
+        &model_parts(model, model_type, options)?,
+        package,
+        rng,
+    )?)
 }
 
-fn unlock<'e, B: AsRef<[u8]>>(
-    envelope: &'e Envelope<B>,
+/// The load order of both loaders (003 §8.5): the envelope, then signature, license and
+/// decryption (`commercial::open`), then the model type, then the metadata; `decode` reads the
+/// payload of the unlocked file.
+fn load_with<T>(
+    bytes: &[u8],
     expected_type: ModelType,
     trusted: &TrustedKeys,
     key: Option<DecryptionKey<'_>>,
     now_unix: u64,
-) -> Result<commercial::Unlocked<'e, B>> {
-    let unlocked = commercial::open(envelope, trusted, key, now_unix)?;
+    decode: impl FnOnce(&Envelope<&[u8]>, &commercial::Unlocked<'_, &[u8]>, &ModelMetadata) -> Result<T>,
+) -> Result<(T, LicenseBlock)> {
+    let envelope = Envelope::parse(bytes, Format::Model)?;
+    let unlocked = commercial::open(&envelope, trusted, key, now_unix)?;
     expected_type.expect(envelope.header().type_id())?;
-    Ok(unlocked)
+    let metadata = checked_metadata(&envelope)?;
+    let model = decode(&envelope, &unlocked, &metadata)?;
+    Ok((model, unlocked.license().clone()))
 }
 
 /// Verifies and loads a commercial serde model (003 §8.5 `load_commercial`): the signature by one
@@ -110,11 +127,14 @@ pub fn load_commercial<M: DeserializeOwned>(
     key: Option<DecryptionKey<'_>>,
     now_unix: u64,
 ) -> Result<(M, LicenseBlock)> {
-    let envelope = Envelope::parse(bytes, Format::Model)?;
-    let unlocked = unlock(&envelope, expected_type, trusted, key, now_unix)?;
-    let metadata = checked_metadata(&envelope)?;
-    let model = decode_serde(metadata.payload, &unlocked.payload()?)?;
-    Ok((model, unlocked.license().clone()))
+    load_with(
+        bytes,
+        expected_type,
+        trusted,
+        key,
+        now_unix,
+        |_, unlocked, metadata| decode_serde(metadata.payload, &unlocked.payload()?),
+    )
 }
 
 /// Verifies and loads a commercial tensor model, as [`load_commercial`], decrypting one tensor at
@@ -129,16 +149,21 @@ pub fn load_commercial_tensors(
     key: Option<DecryptionKey<'_>>,
     now_unix: u64,
 ) -> Result<(TensorModel, LicenseBlock)> {
-    let envelope = Envelope::parse(bytes, Format::Model)?;
-    let unlocked = unlock(&envelope, expected_type, trusted, key, now_unix)?;
-    let metadata = checked_metadata(&envelope)?;
-    let aligned = crate::trueno::aligned_sizes(&envelope, &metadata)?;
-    let model = tensors_from(&metadata, |i| {
-        let data = unlocked.chunk(i)?;
-        match aligned.as_ref().and_then(|sizes| sizes.get(i)) {
-            Some(&size) => crate::trueno::unpadded(&metadata.tensors[i].name, data, size),
-            None => Ok(data),
-        }
-    })?;
-    Ok((model, unlocked.license().clone()))
+    load_with(
+        bytes,
+        expected_type,
+        trusted,
+        key,
+        now_unix,
+        |envelope, unlocked, metadata| {
+            let aligned = crate::trueno::aligned_sizes(envelope, metadata)?;
+            tensors_from(metadata, |i| {
+                let data = unlocked.chunk(i)?;
+                match aligned.as_ref().and_then(|sizes| sizes.get(i)) {
+                    Some(&size) => crate::trueno::unpadded(&metadata.tensors[i].name, data, size),
+                    None => Ok(data),
+                }
+            })
+        },
+    )
 }

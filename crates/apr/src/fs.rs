@@ -13,11 +13,12 @@ use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use envelope_core::fs::Destination;
-use envelope_core::{ChunkIndex, Envelope, EnvelopeParts, Error, Format, Result};
+use envelope_core::{ChunkIndex, Envelope, EnvelopeParts, Format};
 pub use mapped_file::MappedFile;
 
 use crate::card::{ModelCard, ModelMetadata, PayloadKind, TensorEntry};
 use crate::codec::{AprFile, SaveOptions};
+use crate::error::{Error, Result};
 use crate::model::TensorModel;
 use crate::model_type::ModelType;
 use crate::quant::QuantizationInfo;
@@ -77,9 +78,7 @@ pub fn open_mapped(path: impl AsRef<Path>) -> Result<zerocopy_trueno::MappedMode
     let mapped = zerocopy_trueno::MappedModel::open(path)?;
     let envelope = mapped.tensors().envelope();
     let metadata = crate::codec::checked_metadata(envelope)?;
-    crate::trueno::aligned_sizes(envelope, &metadata)?.ok_or(Error::InvalidArgument(
-        "the file is not TRUENO_NATIVE: it has no aligned tensors",
-    ))?;
+    crate::trueno::aligned_sizes(envelope, &metadata)?.ok_or(Error::NotTruenoNative)?;
     Ok(mapped)
 }
 
@@ -98,7 +97,7 @@ pub fn load_tensors(path: impl AsRef<Path>, expected: ModelType) -> Result<Tenso
 /// # Errors
 /// `Io`, or the writer's errors.
 pub fn save_parts(destination: impl Into<Destination>, parts: &EnvelopeParts<'_>) -> Result<()> {
-    envelope_core::fs::save(destination, parts)
+    Ok(envelope_core::fs::save(destination, parts)?)
 }
 
 /// Saves a tensor model atomically.
@@ -129,7 +128,7 @@ pub fn export_gguf(
     card: &ModelCard,
     options: &gguf::GgufOptions,
 ) -> Result<()> {
-    envelope_core::fs::write_atomic(destination, |out| {
+    output_file::write(destination, |out| {
         gguf::write(model, model_type, card, options, out)
     })
 }
@@ -146,7 +145,7 @@ pub fn export_gguf_from<B: AsRef<[u8]>>(
 ) -> Result<()> {
     let model_type = ModelType::from_id(file.model_type_id()).unwrap_or(ModelType::Custom);
     let metadata = file.metadata();
-    envelope_core::fs::write_atomic(destination, |out| {
+    output_file::write(destination, |out| {
         gguf::write_lazy(
             &metadata.tensors,
             model_type,
@@ -175,7 +174,7 @@ pub fn export_safetensors(destination: impl Into<Destination>, model: &TensorMod
     let exported = safetensors::export(model)?;
     output_file::write_dir(destination, SAFETENSORS_EXPORT_FILES, |dir| {
         let write = |name: &str, bytes: &[u8]| {
-            envelope_core::fs::write_atomic(dir.join(name), |out| Ok(out.write_all(bytes)?))
+            output_file::write(dir.join(name), |out| out.write_all(bytes))
         };
         write("weights.safetensors", &exported.weights)?;
         for (name, text) in [
@@ -253,7 +252,7 @@ fn read_sidecar(path: &Path, limit: u64) -> Result<Option<Vec<u8>>> {
         Err(error) => return Err(error.into()),
     };
     let too_large = || {
-        Error::Io(std::io::Error::other(format!(
+        Error::from(std::io::Error::other(format!(
             "{}: larger than the {limit} bytes the weights' quantized tensors can need",
             path.display()
         )))
@@ -323,10 +322,12 @@ impl TensorFileWriter {
     /// Adds the next tensor (compressed and spilled now).
     ///
     /// # Errors
-    /// `InvalidArgument` for a duplicate name; `Io`.
+    /// `DuplicateName` for a duplicate name; `Io`.
     pub fn push(&mut self, tensor: &Tensor) -> Result<()> {
         if self.names.contains(&tensor.name) {
-            return Err(Error::InvalidArgument("two tensors have the same name"));
+            return Err(Error::DuplicateName {
+                name: tensor.name.clone(),
+            });
         }
         let stored = envelope_core::compression::compress(self.compression, tensor.data())?;
         self.spill.write_all(&stored)?;
@@ -372,16 +373,16 @@ impl TensorFileWriter {
         let mut spill = self
             .spill
             .into_inner()
-            .map_err(|e| Error::Io(e.into_error()))?;
+            .map_err(|e| Error::from(e.into_error()))?;
         spill.seek(SeekFrom::Start(0))?;
         let sizes = self.sizes;
-        envelope_core::fs::write_atomic(self.destination, |out| {
+        output_file::write(self.destination, |out| {
             let mut writer = parts.begin_chunked(index, out)?;
             let mut buffer = Vec::new();
-            for (stored, _, _) in &sizes {
+            for ((stored, _, _), entry) in sizes.iter().zip(&metadata.tensors) {
                 buffer.resize(
-                    usize::try_from(*stored).map_err(|_| {
-                        Error::InvalidArgument("a tensor is too large for this platform")
+                    usize::try_from(*stored).map_err(|_| Error::TooLargeForPlatform {
+                        tensor: entry.name.clone(),
                     })?,
                     0,
                 );

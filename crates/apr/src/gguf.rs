@@ -12,9 +12,8 @@
 
 use std::io::Write;
 
-use envelope_core::{Error, Result};
-
 use crate::card::{ModelCard, TensorEntry};
+use crate::error::{Error, Result};
 use crate::model::TensorModel;
 use crate::model_type::ModelType;
 use crate::quant::QuantType;
@@ -63,7 +62,7 @@ impl GgmlType {
     /// `ExportFailed` naming the tensor for `u8` (GGML has no unsigned byte type) and plugin
     /// quantizations.
     pub fn for_tensor(tensor: &Tensor) -> Result<Self> {
-        Self::for_dtype(tensor.dtype).map_err(|reason| export_failed(tensor, reason))
+        Self::for_dtype(tensor.dtype).map_err(|reason| export_failed(&tensor.name, reason))
     }
 
     /// The GGML type of `dtype`, or the reason there is none.
@@ -112,10 +111,10 @@ impl GgmlType {
     }
 }
 
-fn export_failed(tensor: &Tensor, reason: &'static str) -> Error {
+fn export_failed(tensor: &str, reason: &'static str) -> Error {
     Error::ExportFailed {
         target: TARGET,
-        tensor: tensor.name.clone(),
+        tensor: tensor.to_owned(),
         reason,
     }
 }
@@ -198,11 +197,7 @@ struct Planned {
 }
 
 fn plan(entry: &TensorEntry) -> Result<Planned> {
-    let failed = |reason| Error::ExportFailed {
-        target: TARGET,
-        tensor: entry.name.clone(),
-        reason,
-    };
+    let failed = |reason| export_failed(&entry.name, reason);
     let dtype = DType::from_code(entry.dtype)?;
     let ggml = GgmlType::for_dtype(dtype).map_err(failed)?;
     if entry.name.len() > MAX_NAME_BYTES {
@@ -290,8 +285,7 @@ fn metadata(
         ));
     }
     kv.push(("apr.model_type".to_owned(), Value::U16(model_type.id())));
-    let card_json = serde_json::to_string(card)
-        .map_err(|_| Error::InvalidArgument("the model card cannot be written as JSON"))?;
+    let card_json = serde_json::to_string(card).map_err(Error::CardJson)?;
     kv.push(("apr.model_card".to_owned(), Value::Str(card_json)));
     for (name, params) in q8_tensor_params {
         kv.push((
@@ -309,8 +303,8 @@ fn metadata(
 /// Writes `model` as a GGUF v3 file to `out`.
 ///
 /// # Errors
-/// `ExportFailed` naming the first tensor that breaks a GGUF/ggml rule; `InvalidArgument` for a
-/// bad alignment or duplicate names; `Io` if writing fails.
+/// `ExportFailed` naming the first tensor that breaks a GGUF/ggml rule; `GgufAlignment` for a bad
+/// alignment, `DuplicateName` for duplicate names; `Io` if writing fails.
 pub fn write(
     model: &TensorModel,
     model_type: ModelType,
@@ -321,11 +315,10 @@ pub fn write(
     model.check_unique_names()?;
     let entries = crate::codec::tensor_metadata(model, card).tensors;
     write_lazy(&entries, model_type, card, options, out, |i| {
-        model
-            .tensors
-            .get(i)
-            .cloned()
-            .ok_or(Error::InvalidArgument("no tensor at this position"))
+        model.tensors.get(i).cloned().ok_or(Error::NoTensorAt {
+            position: i,
+            count: model.tensors.len(),
+        })
     })
 }
 
@@ -335,7 +328,7 @@ pub fn write(
 /// data).
 ///
 /// # Errors
-/// As [`write()`]; `InvalidArgument` if a fetched tensor differs from its entry.
+/// As [`write()`]; `FetchedTensorDiffers` if a fetched tensor differs from its entry.
 pub fn write_lazy(
     entries: &[TensorEntry],
     model_type: ModelType,
@@ -345,26 +338,19 @@ pub fn write_lazy(
     mut tensor: impl FnMut(usize) -> Result<Tensor>,
 ) -> Result<()> {
     if !options.alignment.is_power_of_two() || options.alignment < 8 {
-        return Err(Error::InvalidArgument(
-            "the GGUF alignment must be a power of two, at least 8",
-        ));
+        return Err(Error::GgufAlignment {
+            alignment: options.alignment,
+        });
     }
-    let mut names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
-    names.sort_unstable();
-    if names.windows(2).any(|pair| pair[0] == pair[1]) {
-        return Err(Error::InvalidArgument("two tensors have the same name"));
-    }
+    crate::error::check_unique(entries.iter().map(|e| e.name.as_str()))?;
     let alignment = u64::from(options.alignment);
     let planned = entries.iter().map(plan).collect::<Result<Vec<_>>>()?;
     let mut q8_tensor_params = Vec::new();
     for (i, p) in planned.iter().enumerate() {
         if p.dtype == DType::Quantized(QuantType::Q8Tensor) {
             let t = tensor(i)?;
-            let (params, _) = q8_tensor::split(t.data()).ok_or_else(|| Error::ExportFailed {
-                target: TARGET,
-                tensor: p.name.clone(),
-                reason: "the Q8_TENSOR header is missing",
-            })?;
+            let (params, _) = q8_tensor::split(t.data())
+                .ok_or_else(|| export_failed(&p.name, "the Q8_TENSOR header is missing"))?;
             q8_tensor_params.push((p.name.clone(), params));
         }
     }
@@ -399,27 +385,37 @@ pub fn write_lazy(
             .len
             .checked_add(padding(p.len, alignment))
             .and_then(|l| offset.checked_add(l))
-            .ok_or(Error::InvalidArgument(
-                "the GGUF data section overflows u64",
-            ))?;
+            .ok_or_else(|| Error::GgufTooLarge {
+                tensor: p.name.clone(),
+            })?;
     }
     w.pad_to(alignment)?;
     for (i, p) in planned.iter().enumerate() {
         let t = tensor(i)?;
-        let data = match p.dtype {
-            DType::Quantized(QuantType::Q8Tensor) => t.data().get(8..).unwrap_or_default(),
-            _ => t.data(),
-        };
+        let data = tensor_data(&t);
         if t.name != p.name || t.dtype != p.dtype || data.len() as u64 != p.len {
-            return Err(Error::InvalidArgument(
-                "a fetched tensor differs from its directory entry",
-            ));
+            return Err(Error::FetchedTensorDiffers {
+                tensor: p.name.clone(),
+            });
         }
         w.bytes(data)?;
         w.pad_to(alignment)?;
     }
     w.out.flush()?;
     Ok(())
+}
+
+/// The bytes GGUF stores for `tensor`: its data, for Q8_TENSOR without the 8-byte `S`, `Z`
+/// header (those are the `apr.q8_tensor.<name>.*` metadata keys).
+#[must_use]
+pub fn tensor_data(tensor: &Tensor) -> &[u8] {
+    match tensor.dtype {
+        DType::Quantized(QuantType::Q8Tensor) => tensor
+            .data()
+            .get(q8_tensor::Q8_TENSOR_HEADER_BYTES..)
+            .unwrap_or_default(),
+        _ => tensor.data(),
+    }
 }
 
 /// [`write()`] into memory.
@@ -463,9 +459,14 @@ mod tests {
     #[test]
     fn ggml_loader_rules_are_enforced_naming_the_tensor() {
         let long = "x".repeat(64);
-        for (m, reason) in [
-            (model(&long, vec![32]), "63 bytes"),
-            (model("w", vec![1, 1, 1, 1, 32]), "4 dimensions"),
+        let u8_model = TensorModel::new(vec![
+            Tensor::new("u", DType::U8, vec![4], vec![1; 4]).unwrap(),
+        ])
+        .unwrap();
+        for (m, name, reason) in [
+            (model(&long, vec![32]), long.as_str(), "63 bytes"),
+            (model("w", vec![1, 1, 1, 1, 32]), "w", "4 dimensions"),
+            (u8_model, "u", "unsigned 8-bit"),
         ] {
             let error = to_bytes(
                 &m,
@@ -476,19 +477,8 @@ mod tests {
             .unwrap_err();
             assert_eq!(error.signal(), envelope_core::Signal::Usage);
             assert!(error.to_string().contains(reason), "{error}");
+            assert!(error.to_string().contains(&format!("{name:?}")), "{error}");
             assert!(error.to_string().contains("ExportFailed"), "{error}");
         }
-        let u8_model = TensorModel::new(vec![
-            Tensor::new("u", DType::U8, vec![4], vec![1; 4]).unwrap(),
-        ])
-        .unwrap();
-        let error = to_bytes(
-            &u8_model,
-            ModelType::Custom,
-            &ModelCard::default(),
-            &GgufOptions::default(),
-        )
-        .unwrap_err();
-        assert!(error.to_string().contains("\"u\""), "{error}");
     }
 }

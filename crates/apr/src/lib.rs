@@ -30,7 +30,7 @@
 //! let bytes = apr::save_tensors_to_bytes(&quantized, ModelType::NeuralSequential, &SaveOptions::default())?;
 //! let back = apr::load_tensors_from_bytes(&bytes, ModelType::NeuralSequential)?;
 //! assert_eq!(back.tensors, quantized.tensors);
-//! # Ok::<(), envelope_core::Error>(())
+//! # Ok::<(), apr::Error>(())
 //! ```
 //!
 //! # Features
@@ -47,6 +47,7 @@ mod card;
 mod codec;
 #[cfg(feature = "commercial")]
 pub mod commercial;
+mod error;
 pub mod gguf;
 mod load;
 mod model;
@@ -66,6 +67,7 @@ pub use codec::{
     AprFile, MAX_PAYLOAD_DEPTH, SaveOptions, load_from_bytes, load_tensors_from_bytes, model_parts,
     save_tensors_to_bytes, save_to_bytes, tensor_parts,
 };
+pub use error::{DecodeError, Error, Result};
 pub use load::LoadOptions;
 pub use model::{Progress, QuantizationSession, TensorModel};
 pub use model_type::ModelType;

@@ -6,9 +6,10 @@
 //! [`ald::LoadOptions`]: https://docs.rs/ald
 //! [`AprFile::decrypt_tensors`]: crate::AprFile
 
-use envelope_core::{Envelope, Format, Result};
+use envelope_core::{Envelope, Format};
 
 use crate::codec::AprFile;
+use crate::error::Result;
 use crate::model_type::ModelType;
 
 /// The policy a model is loaded under (default: no signature required, no license clock, any

@@ -1,7 +1,6 @@
 //! [`TensorModel`]: an ordered set of named tensors, and its quantization (001 §6.2.5).
 
-use envelope_core::{Error, Result};
-
+use crate::error::{Error, Result};
 use crate::quant::{
     ACCURACY_WARNING_THRESHOLD, QuantType, QuantizationHooks, QuantizationInfo, QuantizerRegistry,
     TensorQuantization, UniformQuantization, relative_error,
@@ -24,7 +23,7 @@ impl TensorModel {
     /// A model of `tensors`.
     ///
     /// # Errors
-    /// `InvalidArgument` if two tensors share a name.
+    /// `DuplicateName` if two tensors share a name.
     pub fn new(tensors: Vec<Tensor>) -> Result<Self> {
         let model = Self {
             tensors,
@@ -35,12 +34,7 @@ impl TensorModel {
     }
 
     pub(crate) fn check_unique_names(&self) -> Result<()> {
-        let mut names: Vec<&str> = self.tensors.iter().map(|t| t.name.as_str()).collect();
-        names.sort_unstable();
-        if names.windows(2).any(|pair| pair[0] == pair[1]) {
-            return Err(Error::InvalidArgument("two tensors have the same name"));
-        }
-        Ok(())
+        crate::error::check_unique(self.tensors.iter().map(|t| t.name.as_str()))
     }
 
     /// The tensor named `name`.
@@ -86,7 +80,7 @@ impl TensorModel {
     /// each type (by the type's name), `progress` hears after each tensor.
     ///
     /// # Errors
-    /// `InvalidArgument` if the model is already quantized; `QuantizationCorrupt` naming the
+    /// `AlreadyQuantized` if the model is already quantized; `QuantizationCorrupt` naming the
     /// tensor for NaN or infinite values, or a scale that overflows f16/f32.
     pub fn quantize_with(
         &self,
@@ -174,11 +168,13 @@ impl<'a> QuantizationSession<'a> {
     /// Quantizes (or keeps) the next tensor.
     ///
     /// # Errors
-    /// `InvalidArgument` if the tensor is already quantized; `QuantizationCorrupt` naming the
+    /// `AlreadyQuantized` if the tensor is already quantized; `QuantizationCorrupt` naming the
     /// tensor for NaN or infinite values, or a scale that overflows.
     pub fn quantize(&mut self, tensor: &Tensor) -> Result<Tensor> {
         if tensor.dtype.is_quantized() {
-            return Err(Error::InvalidArgument("the model is already quantized"));
+            return Err(Error::AlreadyQuantized {
+                tensor: tensor.name.clone(),
+            });
         }
         let (next, record) = quantize_one(tensor, &self.plan)?;
         if let Some(error) = record
@@ -274,9 +270,9 @@ fn quantize_one(tensor: &Tensor, plan: &Plan<'_>) -> Result<(Tensor, TensorQuant
         .map(|&d| usize::try_from(d))
         .collect::<Result<Vec<usize>, _>>()
     else {
-        return Err(Error::InvalidArgument(
-            "a tensor is too large for this platform",
-        ));
+        return Err(Error::TooLargeForPlatform {
+            tensor: tensor.name.clone(),
+        });
     };
     let quantizer = match plan {
         Plan::Plugin(q) => *q,
@@ -305,10 +301,10 @@ fn quantize_one(tensor: &Tensor, plan: &Plan<'_>) -> Result<(Tensor, TensorQuant
     let block = quantizer.quantize(&values, &shape).map_err(name_error)?;
     let back = quantizer.dequantize(&block).map_err(name_error)?;
     if back.iter().any(|v| !v.is_finite()) {
-        return Err(Error::QuantizationCorrupt {
-            tensor: tensor.name.clone(),
-            reason: "a scale overflows its storage type (values too large to quantize)",
-        });
+        return Err(Error::corrupt(
+            &tensor.name,
+            "a scale overflows its storage type (values too large to quantize)",
+        ));
     }
     if let Plan::Hooks { hooks, .. } = plan
         && !hooks.validate(&tensor.name, &values, &block)

@@ -1,6 +1,6 @@
 //! The model type catalog (001 §3.1), stored in header bytes 6-7.
 
-use envelope_core::{Error, Result};
+use crate::error::{Error, Result};
 
 macro_rules! model_types {
     ($($variant:ident = $id:literal, $name:literal, $doc:literal;)*) => {
@@ -60,14 +60,16 @@ impl ModelType {
     /// The type named `name` (the spec's name, case-insensitive, `-` accepted for `_`).
     ///
     /// # Errors
-    /// `InvalidArgument` for an unknown name.
+    /// `UnknownModelType` for an unknown name.
     pub fn from_name(name: &str) -> Result<Self> {
         let wanted = name.replace('-', "_");
         Self::ALL
             .iter()
             .copied()
             .find(|t| t.name().eq_ignore_ascii_case(&wanted))
-            .ok_or(Error::InvalidArgument("unknown model type name"))
+            .ok_or_else(|| Error::UnknownModelType {
+                name: name.to_owned(),
+            })
     }
 
     /// Checks that a file's header type `found` is this type.

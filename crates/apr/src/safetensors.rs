@@ -12,10 +12,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use envelope_core::{Error, FormatError, Result};
 use half::f16;
 use safetensors::tensor::{Dtype, SafeTensors, View};
 
+use crate::error::{Error, Result};
 use crate::model::TensorModel;
 use crate::quant::QuantType;
 use crate::quant::q8_tensor;
@@ -95,7 +95,8 @@ fn split_blocks(data: &[u8], block_bytes: usize, has_min: bool) -> (Vec<f32>, Ve
 ///
 /// # Errors
 /// `ExportFailed` naming a tensor SafeTensors cannot hold (plugin quantizations, a scalar
-/// quantized tensor); `InvalidArgument` for duplicate names.
+/// quantized tensor); `DuplicateName` for duplicate names; `SafeTensorsRefused` if the
+/// `safetensors` crate refuses to write them.
 pub fn export(model: &TensorModel) -> Result<Exported> {
     model.check_unique_names()?;
     let mut stored = Vec::with_capacity(model.tensors.len());
@@ -162,9 +163,8 @@ pub fn export(model: &TensorModel) -> Result<Exported> {
         ORDER_KEY.to_owned(),
         serde_json::to_string(&order).unwrap_or_default(),
     );
-    let weights =
-        safetensors::serialize(stored.iter().map(|(n, s)| (n.as_str(), s)), Some(info))
-            .map_err(|_| Error::InvalidArgument("the safetensors crate refused the tensors"))?;
+    let weights = safetensors::serialize(stored.iter().map(|(n, s)| (n.as_str(), s)), Some(info))
+        .map_err(Error::SafeTensorsRefused)?;
     let json = |map: &BTreeMap<String, Vec<f32>>| {
         (!map.is_empty()).then(|| serde_json::to_string(map).unwrap_or_default())
     };
@@ -175,14 +175,17 @@ pub fn export(model: &TensorModel) -> Result<Exported> {
     })
 }
 
-fn invalid(reason: &'static str) -> Error {
-    FormatError::Inconsistent { reason }.into()
+/// `InvalidFormat` for bytes the `safetensors` crate refuses, keeping its error.
+fn not_safetensors(error: safetensors::SafeTensorError) -> Error {
+    Error::malformed("not a valid SafeTensors file", error)
 }
 
 fn sidecar(text: Option<&[u8]>, what: &'static str) -> Result<BTreeMap<String, Vec<f32>>> {
     match text {
         None => Ok(BTreeMap::new()),
-        Some(bytes) => serde_json::from_slice(bytes).map_err(|_| invalid(what)),
+        Some(bytes) => {
+            serde_json::from_slice(bytes).map_err(|source| Error::malformed(what, source))
+        }
     }
 }
 
@@ -195,8 +198,7 @@ fn sidecar(text: Option<&[u8]>, what: &'static str) -> Result<BTreeMap<String, V
 /// # Errors
 /// `InvalidFormat` if `weights` is not a SafeTensors file.
 pub fn sidecar_limit(weights: &[u8]) -> Result<u64> {
-    let (_, metadata) =
-        SafeTensors::read_metadata(weights).map_err(|_| invalid("not a valid SafeTensors file"))?;
+    let (_, metadata) = SafeTensors::read_metadata(weights).map_err(not_safetensors)?;
     let empty = HashMap::new();
     let info = metadata.metadata().as_ref().unwrap_or(&empty);
     let mut limit: u64 = 4096;
@@ -229,10 +231,8 @@ pub fn sidecar_limit(weights: &[u8]) -> Result<u64> {
 /// `ExportFailed` naming a tensor of an unsupported dtype; `QuantizationCorrupt` if a quantized
 /// tensor's sidecar data does not match its shape.
 pub fn import(weights: &[u8], scales: Option<&[u8]>, mins: Option<&[u8]>) -> Result<TensorModel> {
-    let (_, metadata) =
-        SafeTensors::read_metadata(weights).map_err(|_| invalid("not a valid SafeTensors file"))?;
-    let file =
-        SafeTensors::deserialize(weights).map_err(|_| invalid("not a valid SafeTensors file"))?;
+    let (_, metadata) = SafeTensors::read_metadata(weights).map_err(not_safetensors)?;
+    let file = SafeTensors::deserialize(weights).map_err(not_safetensors)?;
     let empty = HashMap::new();
     let info = metadata.metadata().as_ref().unwrap_or(&empty);
     let mut order = metadata.offset_keys();
@@ -254,7 +254,7 @@ pub fn import(weights: &[u8], scales: Option<&[u8]>, mins: Option<&[u8]>) -> Res
     for name in order {
         let view = file
             .tensor(&name)
-            .map_err(|_| invalid("a listed tensor is missing"))?;
+            .map_err(|error| Error::malformed("a listed tensor is missing", error))?;
         let shape: Vec<u64> = view.shape().iter().map(|&d| d as u64).collect();
         let quant = info
             .get(&format!("{DTYPE_KEY_PREFIX}{name}"))
@@ -283,7 +283,9 @@ pub fn import(weights: &[u8], scales: Option<&[u8]>, mins: Option<&[u8]>) -> Res
                 let scale = number("scale").and_then(|s| s.parse::<f32>().ok());
                 let zero_point = number("zero_point").and_then(|s| s.parse::<i32>().ok());
                 let (Some(scale), Some(zero_point)) = (scale, zero_point) else {
-                    return Err(invalid("a Q8_TENSOR tensor lacks its scale or zero point"));
+                    return Err(Error::inconsistent(
+                        "a Q8_TENSOR tensor lacks its scale or zero point",
+                    ));
                 };
                 let mut data = Vec::with_capacity(8 + view.data().len());
                 data.extend_from_slice(&scale.to_le_bytes());
@@ -294,7 +296,11 @@ pub fn import(weights: &[u8], scales: Option<&[u8]>, mins: Option<&[u8]>) -> Res
             (Some(quant @ (QuantType::Q8_0 | QuantType::Q4_0 | QuantType::Q4_1)), dtype) => {
                 rebuild_blocks(name, quant, dtype, shape, view.data(), &scales, &mins)?
             }
-            (Some(_), _) => return Err(invalid("a quantized tensor has an unexpected dtype")),
+            (Some(_), _) => {
+                return Err(Error::inconsistent(
+                    "a quantized tensor has an unexpected dtype",
+                ));
+            }
         };
         tensors.push(tensor);
     }
@@ -310,24 +316,22 @@ fn rebuild_blocks(
     scales: &BTreeMap<String, Vec<f32>>,
     mins: &BTreeMap<String, Vec<f32>>,
 ) -> Result<Tensor> {
-    let corrupt = |tensor: &str, reason| Error::QuantizationCorrupt {
-        tensor: tensor.to_owned(),
-        reason,
-    };
     let (expected_dtype, quant_bytes) = match quant {
         QuantType::Q8_0 => (Dtype::I8, 32),
         _ => (Dtype::U8, 16),
     };
     if dtype != expected_dtype {
-        return Err(invalid("a quantized tensor has an unexpected dtype"));
+        return Err(Error::inconsistent(
+            "a quantized tensor has an unexpected dtype",
+        ));
     }
     if quant != QuantType::Q8_0 {
         let last = shape
             .last_mut()
-            .ok_or_else(|| corrupt(&name, "a quantized scalar has no rows"))?;
+            .ok_or_else(|| Error::corrupt(&name, "a quantized scalar has no rows"))?;
         *last = last
             .checked_mul(2)
-            .ok_or_else(|| corrupt(&name, "the shape overflows"))?;
+            .ok_or_else(|| Error::corrupt(&name, "the shape overflows"))?;
     }
     let blocks = quants.len() / quant_bytes;
     let scale = scales.get(&name).map(Vec::as_slice).unwrap_or_default();
@@ -337,7 +341,7 @@ fn rebuild_blocks(
         || scale.len() != blocks
         || (has_min && min.len() != blocks)
     {
-        return Err(corrupt(
+        return Err(Error::corrupt(
             &name,
             "the scales do not match the number of blocks",
         ));

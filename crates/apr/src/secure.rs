@@ -3,14 +3,14 @@
 //! is decoded, so an untrusted file is refused before any of its contents are parsed.
 
 #[cfg(feature = "format-encryption")]
-use envelope_core::Result;
-#[cfg(feature = "format-encryption")]
 use envelope_crypto::{DecryptionKey, Decryptor};
 #[cfg(feature = "format-encryption")]
 use serde::de::DeserializeOwned;
 
 #[cfg(any(feature = "format-encryption", feature = "format-signing"))]
 use crate::codec::AprFile;
+#[cfg(any(feature = "format-encryption", feature = "format-signing"))]
+use crate::error::Result;
 #[cfg(feature = "format-encryption")]
 use crate::model::TensorModel;
 
@@ -22,7 +22,7 @@ use crate::model::TensorModel;
 pub fn load_verified<B: AsRef<[u8]>>(
     bytes: B,
     policy: &envelope_sign::Policy<'_>,
-) -> envelope_core::Result<AprFile<B>> {
+) -> Result<AprFile<B>> {
     let envelope = envelope_core::Envelope::parse(bytes, envelope_core::Format::Model)?;
     policy.check(&envelope)?;
     AprFile::from_envelope(envelope)
@@ -33,8 +33,8 @@ impl<B: AsRef<[u8]>> AprFile<B> {
     /// Decrypts and decodes a serde model.
     ///
     /// # Errors
-    /// `DecryptionFailed` for a wrong key or altered ciphertext; `InvalidArgument` if the file is
-    /// not encrypted or holds tensors; `InvalidFormat` if the payload is not a value of `M`.
+    /// `DecryptionFailed` for a wrong key or altered ciphertext, `Usage` if the file is not
+    /// encrypted; `WrongPayload` if it holds tensors; `InvalidFormat` if the payload is not a value of `M`.
     pub fn decrypt_model<M: DeserializeOwned>(&self, key: DecryptionKey<'_>) -> Result<M> {
         let payload = Decryptor::new(self.envelope(), key)?.payload()?;
         crate::codec::decode_serde(self.metadata().payload, &payload)

@@ -6,9 +6,9 @@
 //! every loader checks that the byte length is exactly what the dtype and shape require, so a
 //! tensor never holds a size its data cannot back.
 
-use envelope_core::{Error, Result};
 use half::{bf16, f16};
 
+use crate::error::{Error, Result};
 use crate::quant::QuantType;
 use crate::quant::kernels::{self, BLOCK_LEN};
 use crate::quant::q8_tensor::{self, Q8_TENSOR_HEADER_BYTES};
@@ -140,7 +140,7 @@ impl Tensor {
     ///
     /// # Errors
     /// `QuantizationCorrupt` when a quantized tensor's data does not match its shape (001 §6.2.9
-    /// "block size mismatch"); `InvalidArgument` for the other rules.
+    /// "block size mismatch"); `NameLength`, `TooManyDims` or `DataLength` for the other rules.
     pub fn new(
         name: impl Into<String>,
         dtype: DType,
@@ -149,27 +149,30 @@ impl Tensor {
     ) -> Result<Self> {
         let name = name.into();
         if name.is_empty() || name.len() > MAX_NAME_BYTES {
-            return Err(Error::InvalidArgument(
-                "a tensor name must be 1 to 1024 bytes",
-            ));
+            return Err(Error::NameLength { bytes: name.len() });
         }
         if shape.len() > MAX_DIMS {
-            return Err(Error::InvalidArgument("a tensor has at most 8 dimensions"));
+            return Err(Error::TooManyDims {
+                tensor: name,
+                dims: shape.len(),
+            });
         }
         let expected = element_count(&shape).and_then(|n| dtype.byte_len(n));
         match (dtype, expected) {
             (DType::Quantized(QuantType::Custom), _) => {}
             (_, Some(len)) if len == data.len() as u64 => {}
             (DType::Quantized(_), _) => {
-                return Err(Error::QuantizationCorrupt {
-                    tensor: name,
-                    reason: "the block data does not match the tensor's shape",
-                });
+                return Err(Error::corrupt(
+                    name,
+                    "the block data does not match the tensor's shape",
+                ));
             }
             _ => {
-                return Err(Error::InvalidArgument(
-                    "a tensor's data length does not match its dtype and shape",
-                ));
+                return Err(Error::DataLength {
+                    tensor: name,
+                    expected,
+                    found: data.len() as u64,
+                });
             }
         }
         Ok(Self {
@@ -215,10 +218,7 @@ impl Tensor {
     /// `UnsupportedQuantization` for `Custom` data (dequantize it with its plugin through
     /// [`crate::QuantizerRegistry`]); `QuantizationCorrupt` if quantized data is inconsistent.
     pub fn to_f32(&self) -> Result<Vec<f32>> {
-        let corrupt = |reason| Error::QuantizationCorrupt {
-            tensor: self.name.clone(),
-            reason,
-        };
+        let corrupt = |reason| Error::corrupt(&self.name, reason);
         let pairs = || self.data.chunks_exact(2).map(|b| [b[0], b[1]]);
         Ok(match self.dtype {
             DType::F32 => self
@@ -277,14 +277,21 @@ mod tests {
         assert!(Tensor::from_f32("w", vec![2, 2], &[1.0; 4]).is_ok());
         let error = Tensor::from_f32("w", vec![2, 3], &[1.0; 4]).unwrap_err();
         assert_eq!(error.signal(), envelope_core::Signal::Usage);
-        let error = Tensor::new(
-            "q",
-            DType::Quantized(QuantType::Q8_0),
-            vec![64],
-            vec![0; 34],
-        )
-        .unwrap_err();
-        assert_eq!(error.signal(), envelope_core::Signal::QuantizationCorrupt);
+        // One block's bytes for a shape of two blocks (001 §6.2.9 "block size mismatch").
+        for (quant, block_bytes) in [
+            (QuantType::Q8_0, kernels::Q8_0_BLOCK_BYTES),
+            (QuantType::Q4_0, kernels::Q4_0_BLOCK_BYTES),
+            (QuantType::Q4_1, kernels::Q4_1_BLOCK_BYTES),
+        ] {
+            let dtype = DType::Quantized(quant);
+            assert!(Tensor::new("q", dtype, vec![64], vec![0; 2 * block_bytes]).is_ok());
+            let error = Tensor::new("q", dtype, vec![64], vec![0; block_bytes]).unwrap_err();
+            assert_eq!(
+                error.signal(),
+                envelope_core::Signal::QuantizationCorrupt,
+                "{quant:?}"
+            );
+        }
     }
 
     #[test]

@@ -9,11 +9,12 @@
 //! and `MappedModel` maps it. Quantized tensors appear in the tensor index as `u8` byte arrays of
 //! their blocks; their type and shape are in the metadata.
 
-use envelope_core::{Envelope, Error, Format, FormatError, Result, Section};
+use envelope_core::{Envelope, Format, FormatError, Section};
 use zerocopy_trueno::{BackendHint, DType as AlignedType, TensorIndex, aligned_parts};
 
 use crate::card::{ModelCard, ModelMetadata};
 use crate::codec::tensor_metadata;
+use crate::error::{Error, Result};
 use crate::model::TensorModel;
 use crate::model_type::ModelType;
 use crate::tensor::DType;
@@ -32,7 +33,7 @@ fn aligned_type(dtype: DType) -> AlignedType {
 /// The envelope parts of `model` as a TRUENO_NATIVE file (uncompressed by nature).
 ///
 /// # Errors
-/// `InvalidArgument` for duplicate names; `Usage` if a size overflows.
+/// `DuplicateName` for duplicate names; `Usage` if a size overflows.
 pub fn trueno_parts(
     model: &TensorModel,
     model_type: ModelType,
@@ -61,7 +62,7 @@ pub fn trueno_parts(
     parts.metadata = tensor_metadata(model, card).encode()?.into();
     let data: Vec<&[u8]> = model.tensors.iter().map(|t| t.data()).collect();
     // One chunk per tensor (a 1-byte target closes a chunk after every tensor).
-    aligned_parts(parts, index, &data, Some(1))
+    Ok(aligned_parts(parts, index, &data, Some(1))?)
 }
 
 /// A TRUENO_NATIVE tensor model as bytes.
@@ -74,16 +75,19 @@ pub fn save_trueno_to_bytes(
     card: &ModelCard,
     backend: BackendHint,
 ) -> Result<Vec<u8>> {
-    trueno_parts(model, model_type, card, backend)?.to_bytes()
+    Ok(trueno_parts(model, model_type, card, backend)?.to_bytes()?)
 }
 
 /// An `InvalidFormat` error naming the tensor.
 fn disagree(name: &str, reason: &'static str) -> Error {
-    Error::InvalidFormat(FormatError::InconsistentItem {
-        kind: "tensor",
-        name: name.to_owned(),
-        reason,
-    })
+    Error::Envelope(
+        FormatError::InconsistentItem {
+            kind: "tensor",
+            name: name.to_owned(),
+            reason,
+        }
+        .into(),
+    )
 }
 
 /// For a TRUENO_NATIVE file, the exact byte size of each tensor, after checking that the tensor
@@ -112,9 +116,9 @@ pub(crate) fn aligned_sizes<B: AsRef<[u8]>>(
         .map(|c| c.entries())
         .unwrap_or_default();
     if index.len() != metadata.tensors.len() || chunks.len() != index.len() {
-        return Err(Error::InvalidFormat(FormatError::Inconsistent {
-            reason: "the tensor index and the metadata list different tensors",
-        }));
+        return Err(Error::inconsistent(
+            "the tensor index and the metadata list different tensors",
+        ));
     }
     let entries = index.entries().iter().zip(&metadata.tensors).zip(chunks);
     for (position, ((aligned, listed), chunk)) in entries.enumerate() {

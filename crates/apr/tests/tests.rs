@@ -75,6 +75,21 @@ fn assert_same_blocks(name: &str, block_bytes: usize, ours: &[u8], theirs: &[u8]
     }
 }
 
+/// The numbers of a JSON array (a shape an oracle printed).
+fn u64s(value: &serde_json::Value) -> Vec<u64> {
+    value
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_u64().unwrap())
+        .collect()
+}
+
+/// A tensor's dimensions in ggml's order (innermost first); ours are outermost first.
+fn ggml_dims(tensor: &Tensor) -> Vec<u64> {
+    tensor.shape.iter().rev().copied().collect()
+}
+
 #[test]
 fn known_answers_from_gguf_quants() {
     let dir = data_dir().join("kat");
@@ -108,27 +123,44 @@ fn python() -> String {
     std::env::var("INTEROP_PYTHON").expect("INTEROP_PYTHON must name the interop venv's python")
 }
 
+/// `model` as GGUF with the golden card and the default options.
+fn gguf_bytes(model: &TensorModel, model_type: ModelType) -> apr::Result<Vec<u8>> {
+    gguf::to_bytes(model, model_type, &card(), &gguf::GgufOptions::default())
+}
+
+/// The test values of `seed` (random and adversarial blocks, `vectors::test_values`) and a
+/// temporary directory holding them as `values.f32`, for an oracle to quantize.
+fn values_file(seed: u64) -> (tempfile::TempDir, Vec<f32>, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let values = test_values(seed, 4096);
+    let input = dir.path().join("values.f32");
+    std::fs::write(&input, to_bytes(&values)).unwrap();
+    (dir, values, input)
+}
+
+/// The stdout of a helper program's run, which must have succeeded (`what` names the run).
+fn succeeded(what: &str, output: &std::process::Output) -> Vec<u8> {
+    assert!(
+        output.status.success(),
+        "{what} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout.clone()
+}
+
 fn run_oracle(args: &[&std::ffi::OsStr]) -> String {
     let output = Command::new(python())
         .arg(oracle())
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "oracle.py failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
+    String::from_utf8(succeeded("oracle.py", &output)).unwrap()
 }
 
 #[test]
 #[ignore = "interop: needs INTEROP_PYTHON (run by .ci/run)"]
 fn quantization_matches_gguf_quants_on_random_and_adversarial_blocks() {
-    let dir = tempfile::tempdir().unwrap();
-    let values = test_values(0xC0FFEE, 4096);
-    let input = dir.path().join("values.f32");
-    std::fs::write(&input, to_bytes(&values)).unwrap();
+    let (dir, values, input) = values_file(0xC0FFEE);
     let mut mine = Vec::new();
     for (name, block_bytes, kernel) in quantizers() {
         let bytes = ours(kernel, block_bytes, &values);
@@ -173,13 +205,7 @@ fn gguf_reader_reads_back_every_exported_file() {
             None => sample_model(),
             Some(q) => sample_model().quantize(q).unwrap(),
         };
-        let bytes = gguf::to_bytes(
-            &model,
-            ModelType::NeuralSequential,
-            &card(),
-            &gguf::GgufOptions::default(),
-        )
-        .unwrap();
+        let bytes = gguf_bytes(&model, ModelType::NeuralSequential).unwrap();
         let path = dir.path().join("model.gguf");
         std::fs::write(&path, &bytes).unwrap();
         let json: serde_json::Value =
@@ -198,18 +224,8 @@ fn gguf_reader_reads_back_every_exported_file() {
             let ggml = gguf::GgmlType::for_tensor(ours).unwrap();
             assert_eq!(t["type"], ggml as u32, "{}", ours.name);
             // GGUFReader's shape is ggml's dims (innermost first); ours is outermost first.
-            let dims: Vec<u64> = ours.shape.iter().rev().copied().collect();
-            let shape: Vec<u64> = t["shape"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|d| d.as_u64().unwrap())
-                .collect();
-            assert_eq!(shape, dims, "{}", ours.name);
-            let data = match ours.dtype {
-                DType::Quantized(QuantType::Q8Tensor) => &ours.data()[8..],
-                _ => ours.data(),
-            };
+            assert_eq!(u64s(&t["shape"]), ggml_dims(ours), "{}", ours.name);
+            let data = gguf::tensor_data(ours);
             assert_eq!(t["sha256"], sha256_hex(data), "{}", ours.name);
         }
     }
@@ -260,13 +276,7 @@ fn python_safetensors_loads_exports_and_apr_imports_its_files() {
             "{}",
             t.name
         );
-        let shape: Vec<u64> = described[&t.name]["shape"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d.as_u64().unwrap())
-            .collect();
-        assert_eq!(shape, t.shape);
+        assert_eq!(u64s(&described[&t.name]["shape"]), t.shape);
     }
 }
 
@@ -352,26 +362,17 @@ fn corrupt_files_raise_the_envelope_signals() {
     let bytes =
         apr::save_tensors_to_bytes(&sample_model(), ModelType::Custom, &SaveOptions::default())
             .unwrap();
-    let mut flipped = bytes.clone();
-    flipped[100] ^= 1;
-    assert_eq!(
-        apr::load_tensors_from_bytes(&flipped, ModelType::Custom)
-            .unwrap_err()
-            .signal(),
-        Signal::ChecksumMismatch
-    );
-    let mut magic = bytes.clone();
-    magic[0] = b'X';
-    assert_eq!(
-        apr::load_tensors_from_bytes(&magic, ModelType::Custom)
-            .unwrap_err()
-            .signal(),
-        Signal::InvalidFormat
-    );
-    let mut version = bytes.clone();
-    version[4] = 99;
-    let error = apr::load_tensors_from_bytes(&version, ModelType::Custom).unwrap_err();
-    assert_eq!(error.signal(), Signal::UnsupportedVersion, "{error}");
+    // A payload bit, the magic, the version: each byte set to `value` raises its signal.
+    for (at, value, signal) in [
+        (100, bytes[100] ^ 1, Signal::ChecksumMismatch),
+        (0, b'X', Signal::InvalidFormat),
+        (4, 99, Signal::UnsupportedVersion),
+    ] {
+        let mut damaged = bytes.clone();
+        damaged[at] = value;
+        let error = apr::load_tensors_from_bytes(&damaged, ModelType::Custom).unwrap_err();
+        assert_eq!(error.signal(), signal, "byte {at}: {error}");
+    }
     // Corruption sweep: every single-byte change is refused, never a panic or wrong data.
     for at in (0..bytes.len()).step_by(7) {
         let mut damaged = bytes.clone();
@@ -394,27 +395,14 @@ fn quantization_gates_through_the_api() {
         QuantType::from_name("q3_k").unwrap_err().signal(),
         Signal::UnsupportedQuantization
     );
-    // Block count vs shape: QuantizationCorrupt.
-    let error = Tensor::new(
-        "w",
-        DType::Quantized(QuantType::Q4_0),
-        vec![64],
-        vec![0; 18],
-    )
-    .unwrap_err();
-    assert_eq!(error.signal(), Signal::QuantizationCorrupt);
+    // Block count vs shape, QuantizationCorrupt: every block type in
+    // `tensor::tests::data_must_match_shape`.
     // GGUF export of a type GGUF lacks: ExportFailed (Usage), naming the tensor.
     let model = TensorModel::new(vec![
         Tensor::new("mask", DType::U8, vec![4], vec![0; 4]).unwrap(),
     ])
     .unwrap();
-    let error = gguf::to_bytes(
-        &model,
-        ModelType::Custom,
-        &card(),
-        &gguf::GgufOptions::default(),
-    )
-    .unwrap_err();
+    let error = gguf_bytes(&model, ModelType::Custom).unwrap_err();
     assert_eq!(error.signal(), Signal::Usage);
     assert!(error.to_string().contains("ExportFailed") && error.to_string().contains("mask"));
 }
@@ -434,11 +422,7 @@ mod commercial {
         fn name(&self) -> &str {
             "flip-last-bit"
         }
-        fn embed(
-            &self,
-            model: &mut TensorModel,
-            licensee_hash: &[u8; 32],
-        ) -> envelope_core::Result<()> {
+        fn embed(&self, model: &mut TensorModel, licensee_hash: &[u8; 32]) -> apr::Result<()> {
             let first = &mut model.tensors[0];
             let mut data = first.data().to_vec();
             data[0] ^= licensee_hash[0] & 1 | 1;
@@ -501,7 +485,7 @@ mod commercial {
         let sequential = ModelType::NeuralSequential;
         assert_eq!(open(&trusted, Some(1_500), sequential).unwrap(), 5);
         // Every check fails below; the first in the order is the one reported.
-        let signal = |r: envelope_core::Result<usize>| r.unwrap_err().signal();
+        let signal = |r: apr::Result<usize>| r.unwrap_err().signal();
         assert_eq!(
             signal(open(&stranger, Some(2_500), ModelType::Custom)),
             Signal::SignatureInvalid
@@ -531,8 +515,7 @@ mod commercial {
         assert_eq!(got, license);
 
         let untrusted = TrustedKeys::from_keys([buyer.signing_public_key()]);
-        let signal =
-            |r: envelope_core::Result<(TensorModel, LicenseBlock)>| r.unwrap_err().signal();
+        let signal = |r: apr::Result<(TensorModel, LicenseBlock)>| r.unwrap_err().signal();
         assert_eq!(
             signal(load_commercial_tensors(
                 &bytes,
@@ -762,24 +745,16 @@ fn fnv1a64_hex(data: &[u8]) -> String {
 #[test]
 #[ignore = "interop: needs GGML_PROBE (built by .ci/setup-ggml, run by .ci/run)"]
 fn quantizers_match_ggmls_c_reference_code() {
-    let dir = tempfile::tempdir().unwrap();
-    let values = test_values(0x9e37_79b9, 4096);
-    let input = dir.path().join("values.f32");
-    std::fs::write(&input, to_bytes(&values)).unwrap();
+    let (dir, values, input) = values_file(0x9e37_79b9);
     for (name, block_bytes, kernel) in quantizers() {
         let ours = ours(kernel, block_bytes, &values);
         let theirs_path = dir.path().join(format!("{name}.ggml"));
-        let output = ggml_probe(&[
-            "quantize".as_ref(),
-            name.as_ref(),
-            input.as_os_str(),
-            theirs_path.as_os_str(),
-        ]);
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        // `ggml_probe OP NAME FROM TO`: ggml's own quantizer or dequantizer of type `name`.
+        let probe = |op: &str, from: &Path, to: &Path| {
+            let args = [op.as_ref(), name.as_ref(), from.as_os_str(), to.as_os_str()];
+            succeeded(&format!("ggml {op} {name}"), &ggml_probe(&args));
+        };
+        probe("quantize", &input, &theirs_path);
         let theirs = std::fs::read(&theirs_path).unwrap();
         assert_eq!(ours.len(), theirs.len());
         for (i, (a, b)) in ours
@@ -793,17 +768,7 @@ fn quantizers_match_ggmls_c_reference_code() {
         let ours_path = dir.path().join(format!("{name}.ours"));
         std::fs::write(&ours_path, &ours).unwrap();
         let back = dir.path().join(format!("{name}.back"));
-        let output = ggml_probe(&[
-            "dequantize".as_ref(),
-            name.as_ref(),
-            ours_path.as_os_str(),
-            back.as_os_str(),
-        ]);
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        probe("dequantize", &ours_path, &back);
         let theirs = from_bytes(&std::fs::read(&back).unwrap());
         let mut mine = vec![0f32; values.len()];
         match name {
@@ -848,22 +813,12 @@ fn exported_gguf_files_pass_ggmls_own_loader() {
         ),
     ];
     for (label, model) in models {
-        let bytes = gguf::to_bytes(
-            &model,
-            ModelType::NeuralSequential,
-            &card(),
-            &gguf::GgufOptions::default(),
-        )
-        .unwrap();
+        let bytes = gguf_bytes(&model, ModelType::NeuralSequential).unwrap();
         let path = dir.path().join(format!("{label}.gguf"));
         std::fs::write(&path, &bytes).unwrap();
         let output = ggml_probe(&["load".as_ref(), path.as_os_str()]);
-        assert!(
-            output.status.success(),
-            "{label}: ggml refused the file: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let stdout = succeeded(&format!("{label}: ggml loading the file"), &output);
+        let json: serde_json::Value = serde_json::from_slice(&stdout).unwrap();
         assert_eq!(json["version"], 3, "{label}");
         assert_eq!(json["kv"]["general.architecture"], "str", "{label}");
         if model.is_quantized() {
@@ -880,18 +835,8 @@ fn exported_gguf_files_pass_ggmls_own_loader() {
                 "{label} {}",
                 ours.name
             );
-            let dims: Vec<u64> = ours.shape.iter().rev().copied().collect();
-            let ne: Vec<u64> = t["ne"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|d| d.as_u64().unwrap())
-                .collect();
-            assert_eq!(ne, dims, "{label} {}", ours.name);
-            let data = match ours.dtype {
-                DType::Quantized(QuantType::Q8Tensor) => &ours.data()[8..],
-                _ => ours.data(),
-            };
+            assert_eq!(u64s(&t["ne"]), ggml_dims(ours), "{label} {}", ours.name);
+            let data = gguf::tensor_data(ours);
             assert_eq!(t["fnv1a64"], fnv1a64_hex(data), "{label} {}", ours.name);
         }
         let cut = dir.path().join(format!("{label}-cut.gguf"));
@@ -905,28 +850,33 @@ fn exported_gguf_files_pass_ggmls_own_loader() {
     }
 }
 
-/// Replays the fuzz corpus (fuzz/corpus/apr_reader) on stable: no input may panic.
-#[test]
-fn fuzz_corpus_replays_without_panic() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/apr_reader");
+/// Replays the fuzz corpus `fuzz/corpus/<target>` through the target's check on stable: no input
+/// may panic, and the corpus must not be empty.
+fn replay_corpus(target: &str, check: fn(&[u8])) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(target);
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
-        fuzz_check::apr_reader(&std::fs::read(entry.unwrap().path()).unwrap());
+        check(&std::fs::read(entry.unwrap().path()).unwrap());
         seen += 1;
     }
     assert!(seen > 0, "empty corpus at {}", dir.display());
 }
 
+/// Replays the fuzz corpus (fuzz/corpus/apr_reader) on stable: no input may panic.
+#[test]
+fn fuzz_corpus_replays_without_panic() {
+    replay_corpus("apr_reader", fuzz_check::apr_reader);
+}
+
 /// Replays the `safetensors_import` fuzz corpus (fuzz/corpus/safetensors_import) on stable.
 #[test]
 fn safetensors_fuzz_corpus_replays_without_panic() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/safetensors_import");
-    let mut seen = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        fuzz_check_safetensors::safetensors_import(&std::fs::read(entry.unwrap().path()).unwrap());
-        seen += 1;
-    }
-    assert!(seen > 0, "empty corpus at {}", dir.display());
+    replay_corpus(
+        "safetensors_import",
+        fuzz_check_safetensors::safetensors_import,
+    );
 }
 
 /// A TRUENO_NATIVE model loads through every `.apr` reader (full, lazy, in memory as on wasm32)
@@ -1018,7 +968,7 @@ fn trueno_with_index_of(honest: &TensorModel, liar: &TensorModel) -> Vec<u8> {
 /// Every `.apr` reader of a TRUENO_NATIVE file refuses `bytes` with `InvalidFormat` naming
 /// `tensor`, with `reason` in the message.
 fn refused_naming(bytes: &[u8], tensor: &str, reason: &str) {
-    let check = |error: envelope_core::Error, reader: &str| {
+    let check = |error: apr::Error, reader: &str| {
         assert_eq!(error.signal(), Signal::InvalidFormat, "{reader}: {error}");
         let message = error.to_string();
         assert!(

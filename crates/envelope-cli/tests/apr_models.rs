@@ -7,6 +7,9 @@ use std::process::{Command, Output};
 
 use apr::{DType, ModelCard, ModelType, QuantType, SaveOptions, Tensor, TensorModel};
 
+/// Argon2id parameters that make a test's keys and passwords cheap to derive.
+const CHEAP_ARGON2: [&str; 4] = ["--argon2-m-kib", "1024", "--argon2-t", "1"];
+
 fn apr_bin() -> &'static str {
     env!("CARGO_BIN_EXE_apr")
 }
@@ -80,19 +83,20 @@ fn safetensors_input(ws: &Ws) -> String {
     path
 }
 
+/// `model()` imported by `apr import` from [`safetensors_input`] (with `options`), as
+/// `model.apr`.
+fn imported(ws: &Ws, options: &[&str]) -> String {
+    let input = safetensors_input(ws);
+    let imported = ws.path("model.apr");
+    let args = ["import", &input, "-o", &imported];
+    assert_ok(&run(&[&args[..], options].concat()));
+    imported
+}
+
 #[test]
 fn import_quantize_export_keep_names_shapes_and_order() {
     let ws = Ws::new();
-    let input = safetensors_input(&ws);
-    let imported = ws.path("model.apr");
-    assert_ok(&run(&[
-        "import",
-        &input,
-        "-o",
-        &imported,
-        "--type",
-        "neural-sequential",
-    ]));
+    let imported = imported(&ws, &["--type", "neural-sequential"]);
     let model_back = apr::fs::load_tensors(&imported, ModelType::NeuralSequential).unwrap();
     // Imported without a card: created_at is the import time in RFC 3339, never empty.
     let file = apr::fs::open(&imported).unwrap();
@@ -142,9 +146,7 @@ fn import_quantize_export_keep_names_shapes_and_order() {
 #[test]
 fn mixed_precision_and_inspect_quantization() {
     let ws = Ws::new();
-    let input = safetensors_input(&ws);
-    let imported = ws.path("model.apr");
-    assert_ok(&run(&["import", &input, "-o", &imported]));
+    let imported = imported(&ws, &[]);
     let out = ws.path("mixed.apr");
     let output = run(&[
         "quantize",
@@ -196,9 +198,7 @@ fn mixed_precision_and_inspect_quantization() {
 #[test]
 fn calibration_data_measures_layer_outputs() {
     let ws = Ws::new();
-    let input = safetensors_input(&ws);
-    let imported = ws.path("model.apr");
-    assert_ok(&run(&["import", &input, "-o", &imported]));
+    let imported = imported(&ws, &[]);
     let csv = ws.path("data.csv");
     let mut text = (0..32)
         .map(|i| format!("f{i}"))
@@ -213,16 +213,20 @@ fn calibration_data_measures_layer_outputs() {
     }
     std::fs::write(&csv, text).unwrap();
     let out = ws.path("q.apr");
-    assert_ok(&run(&[
-        "quantize",
-        &imported,
-        "--type",
-        "q4_1",
-        "--calibration",
-        &csv,
-        "-o",
-        &out,
-    ]));
+    let quantize = |force: &[&str]| {
+        let args = [
+            "quantize",
+            &imported,
+            "--type",
+            "q4_1",
+            "--calibration",
+            &csv,
+            "-o",
+            &out,
+        ];
+        run(&[&args[..], force].concat())
+    };
+    assert_ok(&quantize(&[]));
     let file = apr::fs::open(&out).unwrap();
     let info = file.metadata().quantization.as_ref().unwrap();
     assert_eq!(info.calibration_samples, 10);
@@ -238,18 +242,7 @@ fn calibration_data_measures_layer_outputs() {
     );
 
     std::fs::write(&csv, "1,2\n3,x\n").unwrap();
-    let output = run(&[
-        "quantize",
-        &imported,
-        "--type",
-        "q4_1",
-        "--calibration",
-        &csv,
-        "-o",
-        &out,
-        "--force",
-    ]);
-    assert_fails_with(&output, "Usage");
+    assert_fails_with(&quantize(&["--force"]), "Usage");
 }
 
 fn saved(ws: &Ws, name: &str, model: &TensorModel, model_type: ModelType) -> String {
@@ -293,63 +286,33 @@ fn every_signal_of_5_1_through_the_cli() {
     assert_fails_with(&run(&["inspect", &metadata_flip]), "ChecksumMismatch");
     let version = variant("version.apr", &|b| b[4] = 9);
     assert_fails_with(&run(&["inspect", &version]), "UnsupportedVersion");
+    // `quantize` of the model under one input check.
+    let quantize_checked = |option: &str, value: &str| {
+        run(&[
+            "quantize", &path, "--type", "q8_0", option, value, "-o", &out,
+        ])
+    };
     assert_fails_with(
-        &run(&[
-            "quantize",
-            &path,
-            "--type",
-            "q8_0",
-            "--expect-type",
-            "svm",
-            "-o",
-            &out,
-        ]),
+        &quantize_checked("--expect-type", "svm"),
         "ModelTypeMismatch",
     );
     // A real trusted key (made by `apr keygen`); the model is not signed.
     let pw = ws.path("pw");
     std::fs::write(&pw, "pw\n").unwrap();
+    // A command with the password file and a cheap Argon2id.
+    let with_password =
+        |args: &[&str]| run(&[args, &["--password-file", &pw], &CHEAP_ARGON2].concat());
     let key = ws.path("me.key");
-    assert_ok(&run(&[
-        "keygen",
-        "-o",
-        &key,
-        "--password-file",
-        &pw,
-        "--argon2-m-kib",
-        "1024",
-        "--argon2-t",
-        "1",
-    ]));
+    assert_ok(&with_password(&["keygen", "-o", &key]));
     let trusted = ws.path("trusted");
     std::fs::create_dir_all(&trusted).unwrap();
     std::fs::copy(format!("{key}.pub"), format!("{trusted}/me.pub")).unwrap();
     assert_fails_with(
-        &run(&[
-            "quantize",
-            &path,
-            "--type",
-            "q8_0",
-            "--trusted-keys",
-            &trusted,
-            "-o",
-            &out,
-        ]),
+        &quantize_checked("--trusted-keys", &trusted),
         "SignatureInvalid",
     );
     let encrypted = ws.path("enc.apr");
-    assert_ok(&run(&[
-        "encrypt",
-        &path,
-        "-o",
-        &encrypted,
-        "--password-file",
-        &pw,
-        "--argon2-m-kib",
-        "1024",
-        "--argon2-t",
-        "1",
-    ]));
+    assert_ok(&with_password(&["encrypt", &path, "-o", &encrypted]));
     assert_fails_with(
         &run(&["quantize", &encrypted, "--type", "q8_0", "-o", &out]),
         "DecryptionFailed",

@@ -19,9 +19,11 @@
 //! Q4_0 block of zeros only has `d = -0`, as in ggml (numpy takes the first zero's sign).
 //! Non-finite input is refused before any byte is written (the NaN policy).
 //!
-//! The loops are written over `chunks_exact` with fixed-size arrays so that LLVM vectorizes them
-//! without bounds checks; the magnitude maximum is taken on the IEEE bit patterns (`|x|` as u32 is
-//! monotonic in `|x|` for finite values), an integer reduction that vectorizes.
+//! One block loop serves every kernel (`for_each_block`, over `as_chunks` of fixed-size arrays,
+//! so that LLVM vectorizes the per-block code without bounds checks); Q4_0 and Q4_1 share the nibble packing, so each type's
+//! code is only what it computes differently: its scale and the expression of each quant. The
+//! magnitude maximum is taken on the IEEE bit patterns (`|x|` as u32 is monotonic in `|x|` for
+//! finite values), an integer reduction that vectorizes.
 
 use half::f16;
 
@@ -80,17 +82,31 @@ fn round_half_away(v: f32) -> i32 {
     whole + i32::from(frac >= 0.5) - i32::from(frac <= -0.5)
 }
 
-fn check_lengths(values: &[f32], out: &[u8], block_bytes: usize) -> Result<(), KernelError> {
-    if !values.len().is_multiple_of(BLOCK_LEN)
-        || out.len() != values.len() / BLOCK_LEN * block_bytes
-    {
+/// The block loop of every kernel: checks that `src` is whole blocks of `IN` items and `dst`
+/// holds exactly one block of `OUT` items for each, then runs `block` on each pair, stopping at
+/// the first error. Fixed-size arrays (`as_chunks`) let LLVM see the block sizes, so the
+/// per-block code vectorizes without bounds checks.
+#[inline(always)]
+fn for_each_block<S, D, const IN: usize, const OUT: usize>(
+    src: &[S],
+    dst: &mut [D],
+    mut block: impl FnMut(&[S; IN], &mut [D; OUT]) -> Result<(), KernelError>,
+) -> Result<(), KernelError> {
+    let (blocks, rest) = src.as_chunks::<IN>();
+    let (slots, spare) = dst.as_chunks_mut::<OUT>();
+    if !rest.is_empty() || !spare.is_empty() || slots.len() != blocks.len() {
         return Err(KernelError::Length);
+    }
+    for (src, dst) in blocks.iter().zip(slots) {
+        block(src, dst)?;
     }
     Ok(())
 }
 
-fn as_block(values: &[f32]) -> &[f32; BLOCK_LEN] {
-    values.try_into().unwrap_or(&[0.0; BLOCK_LEN])
+/// A block's f16 scale (or minimum) at `at`.
+#[inline(always)]
+fn f16_at(block: &[u8], at: usize) -> f32 {
+    f16::from_le_bytes([block[at], block[at + 1]]).to_f32()
 }
 
 /// Quantizes `values` (a multiple of 32) to Q8_0 blocks in `out` (34 bytes per block).
@@ -99,12 +115,7 @@ fn as_block(values: &[f32]) -> &[f32; BLOCK_LEN] {
 /// [`KernelError::Length`] for a length that is not a multiple of 32 or an output of the wrong
 /// size; [`KernelError::NonFinite`] if any value is NaN or infinite (`out` is then unspecified).
 pub fn quantize_q8_0(values: &[f32], out: &mut [u8]) -> Result<(), KernelError> {
-    check_lengths(values, out, Q8_0_BLOCK_BYTES)?;
-    for (block, dst) in values
-        .chunks_exact(BLOCK_LEN)
-        .zip(out.chunks_exact_mut(Q8_0_BLOCK_BYTES))
-    {
-        let block = as_block(block);
+    for_each_block::<_, _, BLOCK_LEN, Q8_0_BLOCK_BYTES>(values, out, |block, dst| {
         let amax_bits = max_abs_bits(block);
         if amax_bits >= INF_BITS {
             return Err(KernelError::NonFinite);
@@ -116,7 +127,7 @@ pub fn quantize_q8_0(values: &[f32], out: &mut [u8]) -> Result<(), KernelError> 
         if id.is_infinite() {
             // 1/d overflowed: x * id is ±inf or NaN, which the reference converts to 0.
             quants.fill(0);
-            continue;
+            return Ok(());
         }
         for (q, &v) in quants.iter_mut().zip(block) {
             #[allow(
@@ -128,8 +139,8 @@ pub fn quantize_q8_0(values: &[f32], out: &mut [u8]) -> Result<(), KernelError> 
                 *q = round_half_away(v * id) as i8 as u8;
             }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Dequantizes Q8_0 blocks (34 bytes each) into `out` (32 values per block): `q * d`.
@@ -137,24 +148,45 @@ pub fn quantize_q8_0(values: &[f32], out: &mut [u8]) -> Result<(), KernelError> 
 /// # Errors
 /// [`KernelError::Length`] if `blocks` is not whole blocks or `out` has the wrong size.
 pub fn dequantize_q8_0(blocks: &[u8], out: &mut [f32]) -> Result<(), KernelError> {
-    if !blocks.len().is_multiple_of(Q8_0_BLOCK_BYTES)
-        || out.len() != blocks.len() / Q8_0_BLOCK_BYTES * 32
-    {
-        return Err(KernelError::Length);
-    }
-    for (block, dst) in blocks
-        .chunks_exact(Q8_0_BLOCK_BYTES)
-        .zip(out.chunks_exact_mut(BLOCK_LEN))
-    {
-        let d = f16::from_le_bytes([block[0], block[1]]).to_f32();
+    for_each_block::<_, _, Q8_0_BLOCK_BYTES, BLOCK_LEN>(blocks, out, |block, dst| {
+        let d = f16_at(block, 0);
         for (y, &q) in dst.iter_mut().zip(&block[2..]) {
             #[allow(clippy::cast_possible_wrap, reason = "the byte is an i8")]
             {
                 *y = f32::from(q as i8) * d;
             }
         }
+        Ok(())
+    })
+}
+
+/// The 4-bit tail of Q4_0 and Q4_1: each value's quant `nibble(level(v))`, packed GGUF-style (low
+/// nibble = value `j`, high nibble = value `j + 16`); all zero when `1 / d` overflowed, as the
+/// reference gives.
+#[inline(always)]
+fn pack_nibbles(block: &[f32; BLOCK_LEN], id: f32, nibbles: &mut [u8], level: impl Fn(f32) -> f32) {
+    if id.is_infinite() {
+        nibbles.fill(0);
+        return;
     }
-    Ok(())
+    let mut q = [0u8; BLOCK_LEN];
+    for (q, &v) in q.iter_mut().zip(block) {
+        *q = nibble(level(v));
+    }
+    for (j, byte) in nibbles.iter_mut().enumerate() {
+        *byte = q[j] | (q[j + 16] << 4);
+    }
+}
+
+/// The 4-bit head of Q4_0 and Q4_1 dequantization: value `j` from the low nibble of byte `j`,
+/// value `j + 16` from its high nibble, each through `value`.
+#[inline(always)]
+fn unpack_nibbles(nibbles: &[u8], dst: &mut [f32; BLOCK_LEN], value: impl Fn(u8) -> f32) {
+    let (low, high) = dst.split_at_mut(16);
+    for ((lo, hi), &b) in low.iter_mut().zip(high.iter_mut()).zip(nibbles) {
+        *lo = value(b & 0x0F);
+        *hi = value(b >> 4);
+    }
 }
 
 /// Quantizes `values` (a multiple of 32) to Q4_0 blocks in `out` (18 bytes per block).
@@ -162,12 +194,7 @@ pub fn dequantize_q8_0(blocks: &[u8], out: &mut [f32]) -> Result<(), KernelError
 /// # Errors
 /// As [`quantize_q8_0`].
 pub fn quantize_q4_0(values: &[f32], out: &mut [u8]) -> Result<(), KernelError> {
-    check_lengths(values, out, Q4_0_BLOCK_BYTES)?;
-    for (block, dst) in values
-        .chunks_exact(BLOCK_LEN)
-        .zip(out.chunks_exact_mut(Q4_0_BLOCK_BYTES))
-    {
-        let block = as_block(block);
+    for_each_block::<_, _, BLOCK_LEN, Q4_0_BLOCK_BYTES>(values, out, |block, dst| {
         let amax_bits = max_abs_bits(block);
         if amax_bits >= INF_BITS {
             return Err(KernelError::NonFinite);
@@ -188,19 +215,9 @@ pub fn quantize_q4_0(values: &[f32], out: &mut [u8]) -> Result<(), KernelError> 
         let id = inverse(d);
         let (scale, nibbles) = dst.split_at_mut(2);
         scale.copy_from_slice(&f16::from_f32(d).to_le_bytes());
-        if id.is_infinite() {
-            nibbles.fill(0);
-            continue;
-        }
-        let mut q = [0u8; BLOCK_LEN];
-        for (q, &v) in q.iter_mut().zip(block) {
-            *q = nibble((v * id) + 8.5);
-        }
-        for (j, byte) in nibbles.iter_mut().enumerate() {
-            *byte = q[j] | (q[j + 16] << 4);
-        }
-    }
-    Ok(())
+        pack_nibbles(block, id, nibbles, |v| (v * id) + 8.5);
+        Ok(())
+    })
 }
 
 /// `min(15, (uint8) trunc(v))` for the reference's `v` in `[0, 16.5]`; NaN gives 0 as in the
@@ -221,23 +238,11 @@ fn nibble(v: f32) -> u8 {
 /// # Errors
 /// [`KernelError::Length`] if `blocks` is not whole blocks or `out` has the wrong size.
 pub fn dequantize_q4_0(blocks: &[u8], out: &mut [f32]) -> Result<(), KernelError> {
-    if !blocks.len().is_multiple_of(Q4_0_BLOCK_BYTES)
-        || out.len() != blocks.len() / Q4_0_BLOCK_BYTES * 32
-    {
-        return Err(KernelError::Length);
-    }
-    for (block, dst) in blocks
-        .chunks_exact(Q4_0_BLOCK_BYTES)
-        .zip(out.chunks_exact_mut(BLOCK_LEN))
-    {
-        let d = f16::from_le_bytes([block[0], block[1]]).to_f32();
-        let (low, high) = dst.split_at_mut(16);
-        for ((lo, hi), &b) in low.iter_mut().zip(high.iter_mut()).zip(&block[2..]) {
-            *lo = d * f32::from(i16::from(b & 0x0F) - 8);
-            *hi = d * f32::from(i16::from(b >> 4) - 8);
-        }
-    }
-    Ok(())
+    for_each_block::<_, _, Q4_0_BLOCK_BYTES, BLOCK_LEN>(blocks, out, |block, dst| {
+        let d = f16_at(block, 0);
+        unpack_nibbles(&block[2..], dst, |q| d * f32::from(i16::from(q) - 8));
+        Ok(())
+    })
 }
 
 /// The block's minimum and maximum as ggml finds them (first wins among equal values, which only
@@ -276,12 +281,7 @@ fn min_max(block: &[f32; BLOCK_LEN]) -> (f32, f32) {
 /// # Errors
 /// As [`quantize_q8_0`].
 pub fn quantize_q4_1(values: &[f32], out: &mut [u8]) -> Result<(), KernelError> {
-    check_lengths(values, out, Q4_1_BLOCK_BYTES)?;
-    for (block, dst) in values
-        .chunks_exact(BLOCK_LEN)
-        .zip(out.chunks_exact_mut(Q4_1_BLOCK_BYTES))
-    {
-        let block = as_block(block);
+    for_each_block::<_, _, BLOCK_LEN, Q4_1_BLOCK_BYTES>(values, out, |block, dst| {
         let (min, max) = min_max(block);
         // A NaN sorts beyond ±infinity by its key, so a non-finite value shows in min or max.
         if !min.is_finite() || !max.is_finite() {
@@ -291,20 +291,9 @@ pub fn quantize_q4_1(values: &[f32], out: &mut [u8]) -> Result<(), KernelError> 
         let id = inverse(d);
         dst[0..2].copy_from_slice(&f16::from_f32(d).to_le_bytes());
         dst[2..4].copy_from_slice(&f16::from_f32(min).to_le_bytes());
-        let nibbles = &mut dst[4..];
-        if id.is_infinite() {
-            nibbles.fill(0);
-            continue;
-        }
-        let mut q = [0u8; BLOCK_LEN];
-        for (q, &v) in q.iter_mut().zip(block) {
-            *q = nibble((v - min) * id + 0.5);
-        }
-        for (j, byte) in nibbles.iter_mut().enumerate() {
-            *byte = q[j] | (q[j + 16] << 4);
-        }
-    }
-    Ok(())
+        pack_nibbles(block, id, &mut dst[4..], |v| (v - min) * id + 0.5);
+        Ok(())
+    })
 }
 
 /// Dequantizes Q4_1 blocks (20 bytes each) into `out`: `q * d + m`.
@@ -312,24 +301,12 @@ pub fn quantize_q4_1(values: &[f32], out: &mut [u8]) -> Result<(), KernelError> 
 /// # Errors
 /// [`KernelError::Length`] if `blocks` is not whole blocks or `out` has the wrong size.
 pub fn dequantize_q4_1(blocks: &[u8], out: &mut [f32]) -> Result<(), KernelError> {
-    if !blocks.len().is_multiple_of(Q4_1_BLOCK_BYTES)
-        || out.len() != blocks.len() / Q4_1_BLOCK_BYTES * 32
-    {
-        return Err(KernelError::Length);
-    }
-    for (block, dst) in blocks
-        .chunks_exact(Q4_1_BLOCK_BYTES)
-        .zip(out.chunks_exact_mut(BLOCK_LEN))
-    {
-        let d = f16::from_le_bytes([block[0], block[1]]).to_f32();
-        let m = f16::from_le_bytes([block[2], block[3]]).to_f32();
-        let (low, high) = dst.split_at_mut(16);
-        for ((lo, hi), &b) in low.iter_mut().zip(high.iter_mut()).zip(&block[4..]) {
-            *lo = d * f32::from(b & 0x0F) + m;
-            *hi = d * f32::from(b >> 4) + m;
-        }
-    }
-    Ok(())
+    for_each_block::<_, _, Q4_1_BLOCK_BYTES, BLOCK_LEN>(blocks, out, |block, dst| {
+        let d = f16_at(block, 0);
+        let m = f16_at(block, 2);
+        unpack_nibbles(&block[4..], dst, |q| d * f32::from(q) + m);
+        Ok(())
+    })
 }
 
 #[cfg(test)]
@@ -411,11 +388,11 @@ mod tests {
         let mut values = [1.0f32; 32];
         values[3] = -0.0;
         values[9] = 0.0;
-        let (min, _) = min_max(as_block(&values));
+        let (min, _) = min_max(&values);
         assert!(min.is_sign_negative());
         values[3] = 0.0;
         values[9] = -0.0;
-        let (min, _) = min_max(as_block(&values));
+        let (min, _) = min_max(&values);
         assert!(min.is_sign_positive());
     }
 }

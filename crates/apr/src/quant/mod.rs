@@ -5,6 +5,7 @@
 //! Quantization is never automatic: only [`crate::TensorModel::quantize`] and its siblings (or
 //! `apr quantize`) do it.
 
+pub mod calibration;
 pub mod kernels;
 pub mod q8_tensor;
 
@@ -17,7 +18,7 @@ pub use quantizer::{
     QuantizerRegistry,
 };
 
-use envelope_core::{Error, Result};
+use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 /// Relative RMS error above which quantizing a tensor records a warning (001 §6.2.9: "accuracy

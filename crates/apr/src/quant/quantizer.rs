@@ -2,11 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use envelope_core::{Error, Result};
-
 use super::QuantType;
 use super::kernels::{self, KernelError};
 use super::q8_tensor;
+use crate::error::{Error, Result};
 
 /// Quantized data of one tensor (001 §6.2.2 `QuantizedBlock`; Q8_TENSOR data is stored in the
 /// same struct with `block_size` equal to the element count).
@@ -31,8 +30,8 @@ pub trait Quantizer: Send + Sync {
     /// Quantizes `data`, a tensor of `shape`.
     ///
     /// # Errors
-    /// `QuantizationCorrupt` for non-finite values; `InvalidArgument` when `data` does not have
-    /// the shape's length or the shape does not fit the scheme.
+    /// `QuantizationCorrupt` for non-finite values; `ShapeLength` when `data` does not have the
+    /// shape's length, `NotWholeBlocks` when the shape does not fit a block scheme.
     fn quantize(&self, data: &[f32], shape: &[usize]) -> Result<QuantizedBlock>;
 
     /// Dequantizes `block` back to f32.
@@ -49,16 +48,28 @@ fn element_count(shape: &[usize]) -> Option<usize> {
     shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
 }
 
+/// `ShapeLength` unless `data` has the element count of `shape`.
+fn check_length(data: &[f32], shape: &[usize]) -> Result<()> {
+    let elements = element_count(shape);
+    if elements == Some(data.len()) {
+        Ok(())
+    } else {
+        Err(Error::ShapeLength {
+            elements,
+            values: data.len(),
+        })
+    }
+}
+
 fn kernel_error(error: KernelError) -> Error {
     match error {
-        KernelError::NonFinite => Error::QuantizationCorrupt {
-            tensor: String::new(),
-            reason: "NaN or infinite values cannot be quantized",
-        },
-        KernelError::Length => Error::QuantizationCorrupt {
-            tensor: String::new(),
-            reason: "the block data does not match the tensor's shape",
-        },
+        KernelError::NonFinite => {
+            Error::corrupt(String::new(), "NaN or infinite values cannot be quantized")
+        }
+        KernelError::Length => Error::corrupt(
+            String::new(),
+            "the block data does not match the tensor's shape",
+        ),
     }
 }
 
@@ -72,18 +83,14 @@ fn block_quantize(
     data: &[f32],
     shape: &[usize],
 ) -> Result<QuantizedBlock> {
-    if element_count(shape) != Some(data.len()) {
-        return Err(Error::InvalidArgument(
-            "the data does not have the shape's length",
-        ));
-    }
+    check_length(data, shape)?;
     if shape
         .last()
         .is_none_or(|&last| !last.is_multiple_of(kernels::BLOCK_LEN))
     {
-        return Err(Error::InvalidArgument(
-            "block quantization needs the last dimension to be a multiple of 32",
-        ));
+        return Err(Error::NotWholeBlocks {
+            last: shape.last().copied(),
+        });
     }
     let mut blocks = vec![0; data.len() / kernels::BLOCK_LEN * block_bytes];
     kernel(data, &mut blocks).map_err(kernel_error)?;
@@ -173,14 +180,12 @@ impl Quantizer for Q8TensorQuantizer {
     }
 
     fn quantize(&self, data: &[f32], shape: &[usize]) -> Result<QuantizedBlock> {
-        if element_count(shape) != Some(data.len()) {
-            return Err(Error::InvalidArgument(
-                "the data does not have the shape's length",
-            ));
-        }
-        let params = q8_tensor::calibrate(data).ok_or(Error::QuantizationCorrupt {
-            tensor: String::new(),
-            reason: "NaN, infinite values or an infinite range cannot be quantized",
+        check_length(data, shape)?;
+        let params = q8_tensor::calibrate(data).ok_or_else(|| {
+            Error::corrupt(
+                String::new(),
+                "NaN, infinite values or an infinite range cannot be quantized",
+            )
         })?;
         let mut blocks = Vec::new();
         q8_tensor::quantize(data, params, &mut blocks);
@@ -193,10 +198,7 @@ impl Quantizer for Q8TensorQuantizer {
     }
 
     fn dequantize(&self, block: &QuantizedBlock) -> Result<Vec<f32>> {
-        let corrupt = |reason| Error::QuantizationCorrupt {
-            tensor: String::new(),
-            reason,
-        };
+        let corrupt = |reason| Error::corrupt(String::new(), reason);
         let (params, values) = q8_tensor::split(&block.blocks)
             .ok_or_else(|| corrupt("the Q8_TENSOR header is missing"))?;
         if element_count(&block.shape) != Some(values.len()) {

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use apr::fs::MappedFile;
+use apr::quant::calibration;
 use apr::{
     AprFile, MixedPrecisionHooks, ModelCard, ModelType, QuantType, QuantizationHooks,
     QuantizationSession, QuantizerRegistry, SaveOptions, UniformQuantization,
@@ -25,8 +26,6 @@ use serde_json::json;
 
 use crate::dataset::CompressionArg;
 use crate::security::{KeyOptions, Tool};
-
-mod calibration;
 
 /// A quantization type as named on the command line (`q8_0`, `q4_0`, `q4_1`, `q8_tensor`); an
 /// unknown name is `UnsupportedQuantization` (001 §6.2.9), not a usage error.
@@ -63,6 +62,24 @@ pub struct ImportArgs {
     pub compression: CompressionArg,
 }
 
+/// What a command requires of its input model before reading its tensors (`quantize`, `export`).
+#[derive(Debug, Args)]
+pub struct InputChecks {
+    /// Require a valid signature on the input by a key in one of the `*.pub` files of DIR.
+    #[arg(long, value_name = "DIR")]
+    pub trusted_keys: Option<PathBuf>,
+    /// Refuse the input (ModelTypeMismatch) unless it is a model of this type.
+    #[arg(long, value_name = "TYPE")]
+    pub expect_type: Option<String>,
+}
+
+impl InputChecks {
+    /// Opens `path` under these checks ([`open`]).
+    fn open(&self, path: &Path) -> anyhow::Result<AprFile<MappedFile>> {
+        open(path, self.trusted_keys.as_ref(), self.expect_type.as_ref())
+    }
+}
+
 /// `apr quantize`.
 #[derive(Debug, Args)]
 pub struct QuantizeArgs {
@@ -92,12 +109,9 @@ pub struct QuantizeArgs {
     /// Replace an existing output (`--force`).
     #[command(flatten)]
     pub force: Force,
-    /// Require a valid signature on the input by a key in one of the `*.pub` files of DIR.
-    #[arg(long, value_name = "DIR")]
-    pub trusted_keys: Option<PathBuf>,
-    /// Refuse the input (ModelTypeMismatch) unless it is a model of this type.
-    #[arg(long, value_name = "TYPE")]
-    pub expect_type: Option<String>,
+    /// What the input must be (signed by a trusted key, of a model type).
+    #[command(flatten)]
+    pub checks: InputChecks,
 }
 
 /// Export target. GGUF is written one tensor at a time (memory bounded by the largest tensor);
@@ -130,12 +144,9 @@ pub struct ExportArgs {
     /// GGUF `general.architecture` (default: the model type's name in lower case).
     #[arg(long, value_name = "NAME")]
     pub architecture: Option<String>,
-    /// Require a valid signature on the input by a key in one of the `*.pub` files of DIR.
-    #[arg(long, value_name = "DIR")]
-    pub trusted_keys: Option<PathBuf>,
-    /// Refuse the input (ModelTypeMismatch) unless it is a model of this type.
-    #[arg(long, value_name = "TYPE")]
-    pub expect_type: Option<String>,
+    /// What the input must be (signed by a trusted key, of a model type).
+    #[command(flatten)]
+    pub checks: InputChecks,
 }
 
 /// `apr convert`.
@@ -335,11 +346,7 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
 pub fn quantize(args: &QuantizeArgs) -> anyhow::Result<()> {
     let destination =
         output::destination(&args.output, args.force, Access::Shared, Content::Binary)?;
-    let input = open(
-        &args.input,
-        args.trusted_keys.as_ref(),
-        args.expect_type.as_ref(),
-    )?;
+    let input = args.checks.open(&args.input)?;
     let default_type = quant_type(&args.quant_type)?;
     let mixed;
     let uniform = UniformQuantization {
@@ -365,7 +372,7 @@ pub fn quantize(args: &QuantizeArgs) -> anyhow::Result<()> {
     let samples = args
         .calibration
         .as_deref()
-        .map(calibration::read_samples)
+        .map(calibration::Samples::read)
         .transpose()?;
     let registry = QuantizerRegistry::default();
     let mut session = QuantizationSession::new(hooks, &registry);
@@ -442,11 +449,7 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
             Destination::new(&args.output).existing(output::Existing::replace_if(args.force.force))
         }
     };
-    let input = open(
-        &args.input,
-        args.trusted_keys.as_ref(),
-        args.expect_type.as_ref(),
-    )?;
+    let input = args.checks.open(&args.input)?;
     let count = input.metadata().tensors.len();
     let shown = args.output.display().to_string();
     match args.format {
