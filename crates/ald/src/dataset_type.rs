@@ -3,7 +3,9 @@
 use core::fmt;
 use core::str::FromStr;
 
-use envelope_core::{Error, FormatError, Result, Section};
+use envelope_core::{Error as EnvelopeError, FormatError, Section};
+
+use crate::{Error, Result};
 
 macro_rules! dataset_types {
     ($($(#[$doc:meta])* $variant:ident = $id:literal, $name:literal;)*) => {
@@ -42,10 +44,10 @@ macro_rules! dataset_types {
             pub const fn from_id(id: u16) -> Result<Self> {
                 match id {
                     $($id => Ok(Self::$variant),)*
-                    _ => Err(Error::InvalidFormat(FormatError::MalformedBlock {
+                    _ => Err(Error::Envelope(EnvelopeError::InvalidFormat(FormatError::MalformedBlock {
                         section: Section::Header,
                         reason: "dataset_type is not one of the ids of 000 §3.1",
-                    })),
+                    }))),
                 }
             }
         }
@@ -128,7 +130,9 @@ impl FromStr for DatasetType {
             Some(hex) => u16::from_str_radix(hex, 16),
             None => normalized.parse(),
         }
-        .map_err(|_| Error::InvalidArgument("unknown dataset type name"))?;
+        .map_err(|_| Error::UnknownDatasetType {
+            name: text.to_owned(),
+        })?;
         Self::from_id(id)
     }
 }

@@ -32,7 +32,7 @@
 //! let dataset = ArrowDataset::from_batch(batch);
 //! let bytes = dataset.to_bytes(&SaveOptions::new(DatasetType::Tabular, Compression::None))?;
 //! assert_eq!(ald::load_from_bytes(&bytes)?, dataset);
-//! # Ok::<(), envelope_core::Error>(())
+//! # Ok::<(), ald::Error>(())
 //! ```
 //!
 //! # Features
@@ -50,6 +50,7 @@
 pub mod aligned;
 mod dataset;
 mod dataset_type;
+mod error;
 mod info;
 pub mod ipc;
 pub mod load;
@@ -68,6 +69,7 @@ pub mod interchange;
 
 pub use dataset::{ArrowDataset, DEFAULT_CHUNK_ROWS, SaveOptions, check_schema, render_schema};
 pub use dataset_type::DatasetType;
+pub use error::{Cause, Error, Result};
 pub use info::DatasetInfo;
 pub use load::{LoadOptions, Loaded, Opened, load_from_bytes, load_from_bytes_with, read_schema};
 pub use metadata::{

@@ -89,26 +89,33 @@ pub fn finish(tool: &str, outcome: anyhow::Result<()>) -> ExitCode {
     cli_support::run::finish_with(tool, outcome.map(|()| ExitCode::SUCCESS), classify)
 }
 
-/// The Andon signal of the first envelope error in `error`'s chain; a file over the reader's
-/// limits, or a tensor or column the output format cannot hold, is a failure of the operation
-/// (exit 1), not of the command line, although its signal is `Usage`.
+/// The Andon signal of the first library error (`envelope_core::Error`, `ald::Error`) in `error`'s
+/// chain; a file over the reader's limits, or a tensor or column the output format cannot hold, is
+/// a failure of the operation (exit 1), not of the command line, although its signal is `Usage`.
 fn classify(error: &anyhow::Error) -> cli_support::run::Failure {
-    let envelope = error
-        .chain()
-        .find_map(|cause| cause.downcast_ref::<envelope_core::Error>());
-    cli_support::run::Failure {
-        code: envelope.map(|error| error.signal().name().to_owned()),
-        usage: envelope
-            .filter(|error| {
-                matches!(
-                    error,
-                    envelope_core::Error::LimitExceeded(_)
-                        | envelope_core::Error::ExportFailed { .. }
-                        | envelope_core::Error::ColumnNotWritable { .. }
-                )
-            })
-            .map(|_| false),
+    let failure = |signal: envelope_core::Signal, operation: bool| cli_support::run::Failure {
+        code: Some(signal.name().to_owned()),
+        usage: operation.then_some(false),
+    };
+    for cause in error.chain() {
+        if let Some(error) = cause.downcast_ref::<ald::Error>() {
+            let operation = matches!(error, ald::Error::ColumnNotWritable { .. })
+                || error.envelope().is_some_and(envelope_operation);
+            return failure(error.signal(), operation);
+        }
+        if let Some(error) = cause.downcast_ref::<envelope_core::Error>() {
+            return failure(error.signal(), envelope_operation(error));
+        }
     }
+    cli_support::run::Failure::default()
+}
+
+/// Whether an envelope failure whose signal is `Usage` is one of the operation (exit 1).
+fn envelope_operation(error: &envelope_core::Error) -> bool {
+    matches!(
+        error,
+        envelope_core::Error::LimitExceeded(_) | envelope_core::Error::ExportFailed { .. }
+    )
 }
 
 /// The `--backend` hint named `name` (`apr convert` and `alimentar convert --trueno-native`).

@@ -19,11 +19,11 @@ use arrow_ipc::reader::{FileDecoder, StreamDecoder};
 use arrow_ipc::{Block, MessageHeader};
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
-use envelope_core::Result;
 
 use super::guard::guarded;
 use super::input::{ByteProgress, Origin, ReadStage};
 use super::{FileKind, arrow_error, foreign};
+use crate::Result;
 use crate::ipc::{END_OF_STREAM, PREFIX_LEN, checked_batch_message, message_metadata_len};
 
 /// `ARROW1`, at both ends of an IPC file.
@@ -67,7 +67,7 @@ impl Bytesource {
     }
 }
 
-fn too_large() -> envelope_core::Error {
+fn too_large() -> crate::Error {
     foreign(FileKind::ArrowIpc, "a range past the end of the file")
 }
 
