@@ -18,6 +18,11 @@
 //!   stored as one 64-byte-aligned array that `zerocopy_trueno::MappedDataset` borrows from a
 //!   memory map. Every loader here reads such files too, rebuilding the record batch from the
 //!   arrays (without a copy when it owns the file's buffer).
+//! - **One error type, causes kept.** [`Error`] holds the envelope's failures
+//!   ([`Error::Envelope`]) and the dataset's own (a schema mismatch, a column an output format
+//!   cannot hold, a foreign file its reader refuses), with Arrow's, parquet's and MessagePack's
+//!   errors as their [`source`](std::error::Error::source) ([`Cause`]); [`Error::signal`] names
+//!   the Andon signal, which every message starts with.
 //! - **Time is an argument.** License expiry is checked against the `now_unix` the caller passes,
 //!   so wasm32 works without a clock.
 //!
