@@ -563,8 +563,17 @@ mod tests {
             true,
         )]);
         let cases = [
-            (strings, format!("Usage: \"label\" holds Utf8, not {ARRAY_TYPES}")),
-            (with_null, "Usage: ExportFailed: tensor \"n\" cannot be written as a zero-copy (TRUENO_NATIVE) .ald array: the column holds nulls; zero-copy arrays hold f32, f64, i32, i64 or u8 columns without nulls".to_owned()),
+            (
+                strings,
+                format!("Usage: \"label\" holds Utf8, not {ARRAY_TYPES}"),
+            ),
+            (
+                with_null,
+                "Usage: ExportFailed: tensor \"n\" cannot be written as a zero-copy \
+                 (TRUENO_NATIVE) .ald array: the column holds nulls; zero-copy arrays hold f32, \
+                 f64, i32, i64 or u8 columns without nulls"
+                    .to_owned(),
+            ),
         ];
         for (table, expected) in cases {
             let error = trueno(&table).unwrap_err();

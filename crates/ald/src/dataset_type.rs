@@ -7,6 +7,12 @@ use envelope_core::{Error as EnvelopeError, FormatError, Section};
 
 use crate::{Error, Result};
 
+/// The rule a header's `dataset_type` breaks when it names no type of 000 §3.1.
+const UNDEFINED_TYPE: FormatError = FormatError::MalformedBlock {
+    section: Section::Header,
+    reason: "dataset_type is not one of the ids of 000 §3.1",
+};
+
 macro_rules! dataset_types {
     ($($(#[$doc:meta])* $variant:ident = $id:literal, $name:literal;)*) => {
         /// What a dataset holds (000 §3.1). The ids are the spec's table exactly; there is no
@@ -44,10 +50,7 @@ macro_rules! dataset_types {
             pub const fn from_id(id: u16) -> Result<Self> {
                 match id {
                     $($id => Ok(Self::$variant),)*
-                    _ => Err(Error::Envelope(EnvelopeError::InvalidFormat(FormatError::MalformedBlock {
-                        section: Section::Header,
-                        reason: "dataset_type is not one of the ids of 000 §3.1",
-                    }))),
+                    _ => Err(Error::Envelope(EnvelopeError::InvalidFormat(UNDEFINED_TYPE))),
                 }
             }
         }

@@ -13,8 +13,9 @@ use crate::{Error, Result};
 pub const QUERY_PROTOCOL: &str = "x25519-aes256gcm-v1";
 
 /// A struct of the metadata map whose every field, when absent (`None`, an empty list), is left
-/// out of the map rather than written as nil (docs/ald.md §3: every key is optional): the one place
-/// that rule is written, for every field of the struct (as `serde_with::skip_serializing_none`).
+/// out of the map rather than written as nil (docs/ald.md §3: every key is optional): the one
+/// place that rule is written, for every field of the struct (as serde_with's
+/// `skip_serializing_none` does).
 macro_rules! absent_keys_not_written {
     (
         $(#[$meta:meta])*

@@ -8,10 +8,11 @@
 //!
 //! **Foreign bytes are untrusted** (SECURITY.md): a malformed input, or a value that does not fit
 //! its column, is `InvalidFormat` naming the file kind ([`crate::Error::Foreign`], the reader's own
-//! error kept as its cause); `Io` is kept for the operating system's failures. Arrow IPC inputs get the `.ald` payload's framing checks
-//! before Arrow's decoder sees a message (`arrow_input.rs`), no reader allocates from a size the
-//! input cannot hold, and the panics Arrow and parquet still raise on some bytes are caught and
-//! reported (`guard.rs`). `.ald` inputs fail with their own Andon signal.
+//! error kept as its cause); `Io` is kept for the operating system's failures. Arrow IPC inputs
+//! get the `.ald` payload's framing checks before Arrow's decoder sees a message
+//! (`arrow_input.rs`), no reader allocates from a size the input cannot hold, and the panics Arrow
+//! and parquet still raise on some bytes are caught and reported (`guard.rs`). `.ald` inputs fail
+//! with their own Andon signal.
 //!
 //! **What is read as what** (docs/ald.md §9): CSV columns get pyarrow's inferred types from a
 //! bounded sample (`csv.rs`); JSONL columns `arrow-json`'s, in the first object's key order;
@@ -164,9 +165,13 @@ fn parquet_error(error: ParquetError) -> Error {
     match error {
         ParquetError::External(external) => match external.downcast::<std::io::Error>() {
             Ok(io) => (*io).into(),
-            Err(other) => {
-                Error::foreign_reader(FileKind::Parquet.name(), ParquetError::External(other))
-            }
+            // The message stays the external error's own, as before; parquet's wrapper is the
+            // cause.
+            Err(other) => Error::Foreign {
+                format: FileKind::Parquet.name(),
+                reason: other.to_string().into(),
+                cause: Some(ParquetError::External(other).into()),
+            },
         },
         // Arrow's error inside parquet, already flattened to its text by parquet.
         ParquetError::ArrowError(message) => foreign(FileKind::Parquet, message),
