@@ -261,12 +261,12 @@ fn get_rows(c: &mut Criterion) {
             &path,
             |b, path| {
                 b.iter(|| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
                     let dataset = StreamingDataset::open(path, &LoadOptions::default()).unwrap();
-                    let start = state % (rows - 100);
-                    black_box(dataset.get_rows(start, 100).unwrap())
+                    black_box(
+                        dataset
+                            .get_rows(random_start(&mut state, rows), 100)
+                            .unwrap(),
+                    )
                 });
             },
         );
@@ -275,16 +275,24 @@ fn get_rows(c: &mut Criterion) {
             &rows,
             |b, rows| {
                 b.iter(|| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    let start = state % (rows - 100);
-                    black_box(dataset.get_rows(start, 100).unwrap())
+                    black_box(
+                        dataset
+                            .get_rows(random_start(&mut state, *rows), 100)
+                            .unwrap(),
+                    )
                 });
             },
         );
     }
     group.finish();
+}
+
+/// The first row of a random 100-row read among `rows` (xorshift64, so runs are repeatable).
+fn random_start(state: &mut u64, rows: u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state % (rows - 100)
 }
 
 criterion_group!(benches, save_and_load, get_rows);

@@ -38,13 +38,14 @@ use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type, UInt8Ty
 use arrow_array::{ArrayRef, ArrowPrimitiveType, PrimitiveArray, RecordBatch, RecordBatchOptions};
 use arrow_buffer::{Buffer, ScalarBuffer, ToByteSlice as _};
 use arrow_schema::{DataType, Field, SchemaRef};
-use envelope_core::{EnvelopeParts, Error, Format, FormatError, Result};
+use envelope_core::{EnvelopeParts, Error as EnvelopeError, Format, FormatError};
 use zerocopy_trueno::{BackendHint, DType, TensorEntry, TensorIndex, aligned_parts};
 
 use crate::dataset::ArrowDataset;
 use crate::dataset_type::DatasetType;
 use crate::ipc;
 use crate::metadata::Metadata;
+use crate::{Error, Result};
 
 /// What the refusals of a column say zero-copy arrays can hold.
 const ARRAY_TYPES: &str =
@@ -139,11 +140,12 @@ fn parts_within(
         types.push(column_type(field)?);
         for batch in dataset.batches() {
             if batch.column(position).null_count() > 0 {
-                return Err(Error::ExportFailed {
+                return Err(EnvelopeError::ExportFailed {
                     target: "a zero-copy (TRUENO_NATIVE) .ald array",
                     tensor: field.name().clone(),
                     reason: "the column holds nulls; zero-copy arrays hold f32, f64, i32, i64 or u8 columns without nulls",
-                });
+                }
+                .into());
             }
         }
     }
@@ -168,7 +170,12 @@ fn parts_within(
     let slices: Vec<&[u8]> = columns.iter().map(AsRef::as_ref).collect();
     // `aligned_parts` pads the tensor index so that the payload starts on a 64-byte boundary, and
     // gives a dataset asked to chunk its one chunk of every row (any chunk size will do).
-    aligned_parts(parts, index, &slices, streaming.then_some(u64::MAX))
+    Ok(aligned_parts(
+        parts,
+        index,
+        &slices,
+        streaming.then_some(u64::MAX),
+    )?)
 }
 
 /// A TRUENO_NATIVE `.ald` file as bytes.
@@ -181,14 +188,17 @@ pub fn save_trueno_to_bytes(
     metadata: &Metadata,
     backend: BackendHint,
 ) -> Result<Vec<u8>> {
-    trueno_parts(dataset, dataset_type, metadata, backend)?.to_bytes()
+    Ok(trueno_parts(dataset, dataset_type, metadata, backend)?.to_bytes()?)
 }
 
 fn column_type(field: &Field) -> Result<DType> {
-    array_type(field.data_type()).ok_or_else(|| Error::WrongType {
-        name: field.name().clone(),
-        stored: type_name(field.data_type()),
-        requested: ARRAY_TYPES,
+    array_type(field.data_type()).ok_or_else(|| {
+        EnvelopeError::WrongType {
+            name: field.name().clone(),
+            stored: type_name(field.data_type()),
+            requested: ARRAY_TYPES,
+        }
+        .into()
     })
 }
 
@@ -265,7 +275,7 @@ fn refuse_big_endian() -> Result<()> {
 }
 
 fn inconsistent(reason: &'static str) -> Error {
-    Error::InvalidFormat(FormatError::Inconsistent { reason })
+    FormatError::Inconsistent { reason }.into()
 }
 
 /// Checks the chunk index of a STREAMING TRUENO_NATIVE dataset: exactly one chunk, holding every
@@ -386,7 +396,7 @@ pub(crate) fn decode_arrays(
     // outside every array is zero, or the file is refused.
     index.check_payload(bytes)?;
     let rows = usize::try_from(num_rows)
-        .map_err(|_| Error::InvalidArgument("more rows than this platform can address"))?;
+        .map_err(|_| Error::too_large("more rows than this platform can address", num_rows))?;
     let mut columns = Vec::with_capacity(index.len());
     for entry in index.entries() {
         // Both fit: the range lies within `bytes` (checked above).
@@ -398,10 +408,11 @@ pub(crate) fn decode_arrays(
         if !verified {
             let computed = crc32c::crc32c(slice);
             if computed != entry.crc32c {
-                return Err(Error::ChecksumMismatch {
+                return Err(EnvelopeError::ChecksumMismatch {
                     stored: entry.crc32c,
                     computed,
-                });
+                }
+                .into());
             }
         }
         let size = entry.dtype.size();
@@ -417,8 +428,14 @@ pub(crate) fn decode_arrays(
         columns.push(array(entry, buffer, rows)?);
     }
     let options = RecordBatchOptions::new().with_row_count(Some(rows));
-    RecordBatch::try_new_with_options(Arc::clone(schema), columns, &options)
-        .map_err(|_| inconsistent("the aligned arrays do not form a table of the schema"))
+    RecordBatch::try_new_with_options(Arc::clone(schema), columns, &options).map_err(|error| {
+        Error::Undecodable {
+            rule: FormatError::Inconsistent {
+                reason: "the aligned arrays do not form a table of the schema",
+            },
+            cause: error.into(),
+        }
+    })
 }
 
 /// One array of `rows` elements over `buffer` (exactly its bytes, aligned for its type).
@@ -489,29 +506,24 @@ mod tests {
             ("n", Arc::new(Int64Array::from_iter_values(0..100)), false),
         ]);
         let options = TruenoOptions::default();
-        let plain = parts_within(
-            &table,
-            DatasetType::Tabular,
-            &Metadata::default(),
-            &options,
-            LARGEST_WHOLE_PAYLOAD,
-        )
-        .unwrap();
-        let payload_len = plain.payload.stored().len() as u64;
-        assert_eq!(
-            payload_len, 1248,
-            "x at 0 (400 bytes), n at 448 (800 bytes)"
-        );
-        for (limit, streaming) in [(payload_len, false), (payload_len - 1, true), (0, true)] {
-            let parts = parts_within(
+        let within = |limit| {
+            parts_within(
                 &table,
                 DatasetType::Tabular,
                 &Metadata::default(),
                 &options,
                 limit,
             )
-            .unwrap();
-            let bytes = parts.to_bytes().unwrap();
+            .unwrap()
+        };
+        let plain = within(LARGEST_WHOLE_PAYLOAD);
+        let payload_len = plain.payload.stored().len() as u64;
+        assert_eq!(
+            payload_len, 1248,
+            "x at 0 (400 bytes), n at 448 (800 bytes)"
+        );
+        for (limit, streaming) in [(payload_len, false), (payload_len - 1, true), (0, true)] {
+            let bytes = within(limit).to_bytes().unwrap();
             let envelope = envelope_core::Envelope::parse(&bytes[..], Format::Dataset).unwrap();
             let chunks = envelope.chunk_index().map(|index| index.entries().to_vec());
             if streaming {
@@ -527,54 +539,54 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_string_column_is_refused_by_name() {
-        let table = dataset(vec![
-            ("x", Arc::new(Float32Array::from(vec![1.0, 2.0])), false),
-            ("label", Arc::new(StringArray::from(vec!["a", "b"])), false),
-        ]);
-        let error = trueno_parts(
-            &table,
+    /// A TRUENO_NATIVE file of `table`, with the default card and backend.
+    fn trueno(table: &ArrowDataset) -> Result<EnvelopeParts<'static>> {
+        trueno_parts(
+            table,
             DatasetType::Tabular,
             &Metadata::default(),
             BackendHint::Auto,
         )
-        .unwrap_err();
-        assert_eq!(error.signal(), envelope_core::Signal::Usage);
-        assert_eq!(
-            error.to_string(),
-            format!("Usage: \"label\" holds Utf8, not {ARRAY_TYPES}")
-        );
     }
 
+    /// Columns arrays cannot hold (a type other than f32, f64, i32, i64, u8; a null) are refused
+    /// with `Usage`, naming the column and why.
     #[test]
-    fn nulls_are_refused_but_a_nullable_field_without_nulls_is_not() {
+    fn columns_that_arrays_cannot_hold_are_refused_by_name() {
+        let strings = dataset(vec![
+            ("x", Arc::new(Float32Array::from(vec![1.0, 2.0])), false),
+            ("label", Arc::new(StringArray::from(vec!["a", "b"])), false),
+        ]);
         let with_null = dataset(vec![(
             "n",
             Arc::new(Int64Array::from(vec![Some(1), None])),
             true,
         )]);
-        let error = trueno_parts(
-            &with_null,
-            DatasetType::Tabular,
-            &Metadata::default(),
-            BackendHint::Auto,
-        )
-        .unwrap_err();
-        assert!(error.to_string().contains("\"n\""), "{error}");
-        assert!(error.to_string().contains("nulls"), "{error}");
+        let cases = [
+            (
+                strings,
+                format!("Usage: \"label\" holds Utf8, not {ARRAY_TYPES}"),
+            ),
+            (
+                with_null,
+                "Usage: ExportFailed: tensor \"n\" cannot be written as a zero-copy \
+                 (TRUENO_NATIVE) .ald array: the column holds nulls; zero-copy arrays hold f32, \
+                 f64, i32, i64 or u8 columns without nulls"
+                    .to_owned(),
+            ),
+        ];
+        for (table, expected) in cases {
+            let error = trueno(&table).unwrap_err();
+            assert_eq!(error.signal(), envelope_core::Signal::Usage, "{error}");
+            assert_eq!(error.to_string(), expected);
+        }
+        // A nullable field without nulls is an array like any other.
         let without = dataset(vec![(
             "n",
             Arc::new(Int64Array::from(vec![Some(1), Some(2)])),
             true,
         )]);
-        let bytes = save_trueno_to_bytes(
-            &without,
-            DatasetType::Tabular,
-            &Metadata::default(),
-            BackendHint::Auto,
-        )
-        .unwrap();
+        let bytes = trueno(&without).unwrap().to_bytes().unwrap();
         assert_eq!(crate::load_from_bytes(&bytes).unwrap(), without);
     }
 }

@@ -7,7 +7,7 @@
 
 use arrow_buffer::Buffer;
 use arrow_schema::Schema;
-use envelope_core::{Envelope, Error, Format, Result};
+use envelope_core::{Envelope, Format};
 use envelope_crypto::{CryptoRngCore, DecryptionKey};
 use envelope_license::LicenseFlags;
 pub use envelope_license::commercial::CommercialPackage;
@@ -18,6 +18,7 @@ use crate::dataset_type::DatasetType;
 use crate::ipc;
 use crate::load::{Loaded, check_rows};
 use crate::metadata::Metadata;
+use crate::{Error, Result};
 
 /// Encodes `dataset` with `options`, then encrypts (if asked), licenses and signs it. Returns the
 /// file's bytes.
@@ -37,7 +38,7 @@ pub fn package_commercial(
         ));
     }
     let parts = dataset.to_parts(options)?;
-    envelope_license::commercial::package(&parts, package, rng)
+    Ok(envelope_license::commercial::package(&parts, package, rng)?)
 }
 
 /// Loads a commercial file: signature by one of `trusted` (else `SignatureInvalid`), a license

@@ -4,11 +4,12 @@ use std::borrow::Cow;
 
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
-use envelope_core::{CHECKSUM_LEN, Compression, EnvelopeParts, Error, Format, Payload, Result};
+use envelope_core::{CHECKSUM_LEN, Compression, EnvelopeParts, Format, Payload};
 
 use crate::dataset_type::DatasetType;
 use crate::ipc;
 use crate::metadata::Metadata;
+use crate::{Error, Result};
 
 /// Rows per chunk of a STREAMING file unless the caller says otherwise.
 pub const DEFAULT_CHUNK_ROWS: usize = 65_536;
@@ -74,7 +75,7 @@ impl ArrowDataset {
     /// `Usage` if the batches cannot be concatenated (they always can: one schema).
     pub fn to_batch(&self) -> Result<RecordBatch> {
         arrow_select::concat::concat_batches(&self.schema, &self.batches)
-            .map_err(|_| Error::InvalidArgument("the batches cannot be concatenated"))
+            .map_err(Error::unencodable("the batches cannot be concatenated"))
     }
 
     /// The parts of an `.ald` file holding this table (unencrypted, unsigned, unlicensed: add
@@ -133,7 +134,7 @@ impl ArrowDataset {
         if options.compression == Compression::None && options.chunk_rows.is_none() {
             return self.to_bytes_in_place(options);
         }
-        self.to_parts(options)?.to_bytes()
+        Ok(self.to_parts(options)?.to_bytes()?)
     }
 
     /// An uncompressed whole file, with the record batches encoded straight into the output

@@ -3,7 +3,15 @@
 use core::fmt;
 use core::str::FromStr;
 
-use envelope_core::{Error, FormatError, Result, Section};
+use envelope_core::{Error as EnvelopeError, FormatError, Section};
+
+use crate::{Error, Result};
+
+/// The rule a header's `dataset_type` breaks when it names no type of 000 §3.1.
+const UNDEFINED_TYPE: FormatError = FormatError::MalformedBlock {
+    section: Section::Header,
+    reason: "dataset_type is not one of the ids of 000 §3.1",
+};
 
 macro_rules! dataset_types {
     ($($(#[$doc:meta])* $variant:ident = $id:literal, $name:literal;)*) => {
@@ -42,10 +50,7 @@ macro_rules! dataset_types {
             pub const fn from_id(id: u16) -> Result<Self> {
                 match id {
                     $($id => Ok(Self::$variant),)*
-                    _ => Err(Error::InvalidFormat(FormatError::MalformedBlock {
-                        section: Section::Header,
-                        reason: "dataset_type is not one of the ids of 000 §3.1",
-                    })),
+                    _ => Err(Error::Envelope(EnvelopeError::InvalidFormat(UNDEFINED_TYPE))),
                 }
             }
         }
@@ -128,7 +133,9 @@ impl FromStr for DatasetType {
             Some(hex) => u16::from_str_radix(hex, 16),
             None => normalized.parse(),
         }
-        .map_err(|_| Error::InvalidArgument("unknown dataset type name"))?;
+        .map_err(|_| Error::UnknownDatasetType {
+            name: text.to_owned(),
+        })?;
         Self::from_id(id)
     }
 }

@@ -8,15 +8,14 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use envelope_core::fs::Destination;
-use envelope_core::{
-    ChunkIndex, EnvelopeParts, Error, FRAME_PREFIX_LEN, Format, HEADER_LEN, Result,
-};
+use envelope_core::{ChunkIndex, EnvelopeParts, FRAME_PREFIX_LEN, Format, HEADER_LEN};
 use mapped_file::MappedFile;
 
 use crate::dataset::{ArrowDataset, SaveOptions, check_schema};
 use crate::ipc;
 use crate::load::{LoadOptions, Loaded};
 use crate::streaming::StreamingDataset;
+use crate::{Error, Result};
 
 /// Saves `dataset` to `destination` (a path, or an [`envelope_core::fs::Destination`] with its
 /// overwrite and permission policy) atomically: temporary file, fsync, rename.
@@ -31,7 +30,7 @@ pub fn save(
     let destination = destination.into();
     destination.check()?;
     let parts = dataset.to_parts(options)?;
-    envelope_core::fs::save(destination, &parts)
+    Ok(envelope_core::fs::save(destination, &parts)?)
 }
 
 /// Loads and verifies the dataset at `path` (checks in the order of [`crate::load`]).
@@ -259,7 +258,7 @@ impl StreamingWriter {
         let spill = &mut self.spill;
         spill.seek(SeekFrom::Start(0))?;
         let sizes = &self.sizes;
-        envelope_core::fs::write_atomic(self.destination.clone(), |out| {
+        output_file::write(self.destination.clone(), |out| -> Result<()> {
             let mut writer = parts.begin_chunked(index, out)?;
             let seal = encryptor.map(|encryptor| encryptor.sealer(writer.bytes_before_payload()));
             let mut stored = Vec::new();
@@ -269,7 +268,7 @@ impl StreamingWriter {
                 match &seal {
                     Some(seal) => {
                         let ordinal = u32::try_from(number)
-                            .map_err(|_| Error::InvalidArgument("more than u32::MAX chunks"))?;
+                            .map_err(|_| Error::too_large("more than u32::MAX chunks", number))?;
                         writer.write_chunk(&seal(ordinal, &stored)?)?;
                     }
                     None => writer.write_chunk(&stored)?,
@@ -296,12 +295,12 @@ impl StreamingWriter {
 /// compiles (and links no cipher) without that feature.
 trait ChunkSealing {
     fn encryption_block(&self) -> Vec<u8>;
-    fn sealed_index(&self, plain: &ChunkIndex) -> Result<ChunkIndex>;
+    fn sealed_index(&self, plain: &ChunkIndex) -> envelope_core::Result<ChunkIndex>;
     fn sealer<'s>(&'s self, bytes_before_payload: &[u8]) -> ChunkSeal<'s>;
 }
 
 /// Seals chunk `ordinal`'s stored bytes.
-type ChunkSeal<'s> = Box<dyn Fn(u32, &[u8]) -> Result<Vec<u8>> + 's>;
+type ChunkSeal<'s> = Box<dyn Fn(u32, &[u8]) -> envelope_core::Result<Vec<u8>> + 's>;
 
 #[cfg(feature = "format-encryption")]
 impl ChunkSealing for envelope_crypto::ChunkEncryptor {
@@ -309,7 +308,7 @@ impl ChunkSealing for envelope_crypto::ChunkEncryptor {
         envelope_crypto::ChunkEncryptor::encryption_block(self)
     }
 
-    fn sealed_index(&self, plain: &ChunkIndex) -> Result<ChunkIndex> {
+    fn sealed_index(&self, plain: &ChunkIndex) -> envelope_core::Result<ChunkIndex> {
         envelope_crypto::ChunkEncryptor::sealed_index(self, plain)
     }
 
@@ -320,7 +319,7 @@ impl ChunkSealing for envelope_crypto::ChunkEncryptor {
 }
 
 fn to_usize(size: u64) -> Result<usize> {
-    usize::try_from(size).map_err(|_| Error::InvalidArgument("a chunk larger than memory"))
+    usize::try_from(size).map_err(|_| Error::too_large("a chunk larger than memory", size))
 }
 
 /// Verifies the file at `path` (CRC32 included, through a memory map) and describes it without

@@ -1,9 +1,10 @@
 //! [`DatasetInfo`]: what `alimentar info` shows about a dataset beyond the envelope (dataset type,
 //! card, schema, license, claimed signer, chunk count), read without touching the payload.
 
-use envelope_core::{Envelope, Flags, Result, Section};
+use envelope_core::{Envelope, Flags, Section};
 use serde::Serialize;
 
+use crate::Result;
 use crate::dataset::render_schema;
 use crate::dataset_type::DatasetType;
 use crate::ipc;

@@ -14,7 +14,9 @@ use arrow_ipc::writer::StreamEncoder;
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 
 use envelope_core::compression::PayloadReader;
-use envelope_core::{Error, FormatError, Result, Section};
+use envelope_core::{Error as EnvelopeError, FormatError, Section};
+
+use crate::{Error, Result};
 
 /// The IPC end-of-stream marker: continuation token then a zero length.
 pub const END_OF_STREAM: [u8; 8] = [0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0];
@@ -23,11 +25,11 @@ pub const END_OF_STREAM: [u8; 8] = [0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0];
 const CONTINUATION: [u8; 4] = [0xFF; 4];
 
 fn malformed(section: Section, reason: &'static str) -> Error {
-    Error::InvalidFormat(FormatError::MalformedBlock { section, reason })
+    FormatError::MalformedBlock { section, reason }.into()
 }
 
-fn encode_failed(_: ArrowError) -> Error {
-    Error::InvalidArgument("the table cannot be encoded as Arrow IPC")
+fn encode_failed(error: ArrowError) -> Error {
+    Error::unencodable("the table cannot be encoded as Arrow IPC")(error)
 }
 
 fn concat(buffers: Vec<Buffer>, out: &mut Vec<u8>) {
@@ -51,11 +53,12 @@ pub fn schema_message(schema: &Schema) -> Result<Vec<u8>> {
     );
     bytes.truncate(bytes.len().saturating_sub(END_OF_STREAM.len()));
     if bytes.len() > usize::from(u16::MAX) {
-        return Err(Error::SectionTooLarge {
+        return Err(EnvelopeError::SectionTooLarge {
             section: Section::Schema,
             size: bytes.len() as u64,
             max: u64::from(u16::MAX),
-        });
+        }
+        .into());
     }
     Ok(bytes)
 }
@@ -245,11 +248,15 @@ pub fn decode_first_rows(
     Ok(batches)
 }
 
-fn not_record_batches(_: ArrowError) -> Error {
-    malformed(
-        Section::Payload,
-        "not Arrow IPC record batches of the schema section's schema",
-    )
+/// `InvalidFormat`, keeping the Arrow decoder's error as the cause.
+fn not_record_batches(error: ArrowError) -> Error {
+    Error::Undecodable {
+        rule: FormatError::MalformedBlock {
+            section: Section::Payload,
+            reason: "not Arrow IPC record batches of the schema section's schema",
+        },
+        cause: error.into(),
+    }
 }
 
 /// `decoder.decode(bytes)`, with a panic turned into an error. Arrow's decoder is meant to return

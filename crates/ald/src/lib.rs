@@ -18,6 +18,11 @@
 //!   stored as one 64-byte-aligned array that `zerocopy_trueno::MappedDataset` borrows from a
 //!   memory map. Every loader here reads such files too, rebuilding the record batch from the
 //!   arrays (without a copy when it owns the file's buffer).
+//! - **One error type, causes kept.** [`Error`] holds the envelope's failures
+//!   ([`Error::Envelope`]) and the dataset's own (a schema mismatch, a column an output format
+//!   cannot hold, a foreign file its reader refuses), with Arrow's, parquet's and MessagePack's
+//!   errors as their [`source`](std::error::Error::source) ([`Cause`]); [`Error::signal`] names
+//!   the Andon signal, which every message starts with.
 //! - **Time is an argument.** License expiry is checked against the `now_unix` the caller passes,
 //!   so wasm32 works without a clock.
 //!
@@ -32,7 +37,7 @@
 //! let dataset = ArrowDataset::from_batch(batch);
 //! let bytes = dataset.to_bytes(&SaveOptions::new(DatasetType::Tabular, Compression::None))?;
 //! assert_eq!(ald::load_from_bytes(&bytes)?, dataset);
-//! # Ok::<(), envelope_core::Error>(())
+//! # Ok::<(), ald::Error>(())
 //! ```
 //!
 //! # Features
@@ -50,6 +55,7 @@
 pub mod aligned;
 mod dataset;
 mod dataset_type;
+mod error;
 mod info;
 pub mod ipc;
 pub mod load;
@@ -68,6 +74,7 @@ pub mod interchange;
 
 pub use dataset::{ArrowDataset, DEFAULT_CHUNK_ROWS, SaveOptions, check_schema, render_schema};
 pub use dataset_type::DatasetType;
+pub use error::{Cause, Error, Result};
 pub use info::DatasetInfo;
 pub use load::{LoadOptions, Loaded, Opened, load_from_bytes, load_from_bytes_with, read_schema};
 pub use metadata::{

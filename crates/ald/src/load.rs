@@ -13,7 +13,9 @@
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
 use arrow_schema::{Schema, SchemaRef};
-use envelope_core::{DecryptionFailure, Envelope, Error, Flags, Format, FormatError, Result};
+use envelope_core::{
+    DecryptionFailure, Envelope, Error as EnvelopeError, Flags, Format, FormatError,
+};
 use envelope_license::LicenseBlock;
 
 use crate::aligned::{self, ArrayBytes};
@@ -21,6 +23,7 @@ use crate::dataset::{ArrowDataset, check_schema};
 use crate::dataset_type::DatasetType;
 use crate::ipc;
 use crate::metadata::Metadata;
+use crate::{Error, Result};
 
 /// What a loader requires of a file beyond its integrity.
 #[derive(Debug, Clone, Copy, Default)]
@@ -198,7 +201,7 @@ impl<B: AsRef<[u8]>> Opened<B> {
     /// file) each by its CRC-32C here.
     pub(crate) fn read_arrays(&self, options: &LoadOptions<'_>) -> Result<RecordBatch> {
         let Some(index) = &self.arrays else {
-            return Err(Error::InvalidArgument("the file is not TRUENO_NATIVE"));
+            return Err(Error::NotTruenoNative);
         };
         let (payload, verified) = if self.is_encrypted() {
             (ArrayBytes::Owned(self.decrypted_payload(options)?), true)
@@ -220,7 +223,7 @@ impl<B: AsRef<[u8]>> Opened<B> {
             return Ok(Buffer::from_vec(payload));
         }
         let _ = options;
-        Err(Error::DecryptionFailed(DecryptionFailure::KeyRequired))
+        Err(EnvelopeError::DecryptionFailed(DecryptionFailure::KeyRequired).into())
     }
 }
 

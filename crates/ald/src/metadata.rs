@@ -4,35 +4,72 @@
 //! Unknown keys are ignored on reading (a newer writer may add some); every key is optional, and a
 //! missing one reads as its default.
 
-use envelope_core::{Error, FormatError, Result, Section};
+use envelope_core::{FormatError, Section};
 use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
 
 /// The `query_protocol` value of 000 §5.1.4 (the only one defined).
 pub const QUERY_PROTOCOL: &str = "x25519-aes256gcm-v1";
 
-/// Everything the metadata section holds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Metadata {
-    /// The dataset card (000 §8.1).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub card: Option<DatasetCard>,
-    /// Column documentation, one per documented column (000 §8.2).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub columns: Vec<ColumnDoc>,
-    /// Regulatory compliance fields (000 §9.7).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub compliance: Option<Compliance>,
-    /// Base64 of the 32-byte X25519 key that private queries are sealed to (000 §5.1.4).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub query_pub_key: Option<String>,
-    /// The private-query protocol, [`QUERY_PROTOCOL`] when `query_pub_key` is set.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub query_protocol: Option<String>,
-    /// Spaces a writer adds so that the payload starts at a multiple of [`PAYLOAD_ALIGNMENT`]
-    /// bytes (docs/ald.md §3); meaningless, and ignored by readers.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pad: Option<String>,
+/// A struct of the metadata map whose every field, when absent (`None`, an empty list), is left
+/// out of the map rather than written as nil (docs/ald.md §3: every key is optional): the one
+/// place that rule is written, for every field of the struct (as serde_with's
+/// `skip_serializing_none` does).
+macro_rules! absent_keys_not_written {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$field_meta:meta])* pub $field:ident: $type:ty,)*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $(
+                $(#[$field_meta])*
+                #[serde(skip_serializing_if = "Absent::is_absent")]
+                pub $field: $type,
+            )*
+        }
+    };
+}
+
+/// A value that is not written when it holds nothing.
+trait Absent {
+    fn is_absent(&self) -> bool;
+}
+
+impl<T> Absent for Option<T> {
+    fn is_absent(&self) -> bool {
+        self.is_none()
+    }
+}
+
+impl<T> Absent for Vec<T> {
+    fn is_absent(&self) -> bool {
+        self.is_empty()
+    }
+}
+
+absent_keys_not_written! {
+    /// Everything the metadata section holds.
+    #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    #[serde(default)]
+    pub struct Metadata {
+        /// The dataset card (000 §8.1).
+        pub card: Option<DatasetCard>,
+        /// Column documentation, one per documented column (000 §8.2).
+        pub columns: Vec<ColumnDoc>,
+        /// Regulatory compliance fields (000 §9.7).
+        pub compliance: Option<Compliance>,
+        /// Base64 of the 32-byte X25519 key that private queries are sealed to (000 §5.1.4).
+        pub query_pub_key: Option<String>,
+        /// The private-query protocol, [`QUERY_PROTOCOL`] when `query_pub_key` is set.
+        pub query_protocol: Option<String>,
+        /// Spaces a writer adds so that the payload starts at a multiple of [`PAYLOAD_ALIGNMENT`]
+        /// bytes (docs/ald.md §3); meaningless, and ignored by readers.
+        pub pad: Option<String>,
+    }
 }
 
 /// Where writers place the payload: a multiple of 64 bytes from the start of the file, so that an
@@ -95,28 +132,24 @@ pub struct ColumnDoc {
     pub missing: Option<String>,
 }
 
-/// The compliance block of 000 §9.7.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Compliance {
-    /// Whether GDPR consent was obtained.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gdpr_consent: Option<bool>,
-    /// URL of the retention policy.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub data_retention_policy: Option<String>,
-    /// URL of the datasheet.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub datasheet_url: Option<String>,
-    /// Date of the last bias audit (ISO 8601).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bias_audit_date: Option<String>,
-    /// PII status (`anonymized`, `pseudonymized`, `none`, ...).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pii_status: Option<String>,
-    /// Export control classification (`EAR99`, ...).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub export_control: Option<String>,
+absent_keys_not_written! {
+    /// The compliance block of 000 §9.7.
+    #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(default)]
+    pub struct Compliance {
+        /// Whether GDPR consent was obtained.
+        pub gdpr_consent: Option<bool>,
+        /// URL of the retention policy.
+        pub data_retention_policy: Option<String>,
+        /// URL of the datasheet.
+        pub datasheet_url: Option<String>,
+        /// Date of the last bias audit (ISO 8601).
+        pub bias_audit_date: Option<String>,
+        /// PII status (`anonymized`, `pseudonymized`, `none`, ...).
+        pub pii_status: Option<String>,
+        /// Export control classification (`EAR99`, ...).
+        pub export_control: Option<String>,
+    }
 }
 
 impl Metadata {
@@ -133,8 +166,10 @@ impl Metadata {
     /// # Errors
     /// `Usage` if serialization fails (it does not for these types).
     pub fn encode(&self) -> Result<Vec<u8>> {
-        rmp_serde::to_vec_named(self)
-            .map_err(|_| Error::InvalidArgument("the metadata cannot be encoded as MessagePack"))
+        rmp_serde::to_vec_named(self).map_err(|error| Error::Unencodable {
+            what: "the metadata cannot be encoded as MessagePack",
+            cause: error.into(),
+        })
     }
 
     /// The encoding, with a `pad` entry sized so that `prefix_len` bytes (every byte before the
@@ -172,20 +207,23 @@ impl Metadata {
             return Ok(Self::default());
         }
         let mut reader = bytes;
-        let metadata: Self = rmp_serde::decode::from_read(&mut reader).map_err(|_| malformed())?;
+        let metadata: Self =
+            rmp_serde::decode::from_read(&mut reader).map_err(|error| Error::Undecodable {
+                rule: MALFORMED,
+                cause: error.into(),
+            })?;
         if !reader.is_empty() {
-            return Err(malformed());
+            return Err(MALFORMED.into());
         }
         Ok(metadata)
     }
 }
 
-fn malformed() -> Error {
-    Error::InvalidFormat(FormatError::MalformedBlock {
-        section: Section::Metadata,
-        reason: "not one MessagePack map of the dataset metadata keys (docs/ald.md §3)",
-    })
-}
+/// The rule a metadata section breaks when it does not decode.
+const MALFORMED: FormatError = FormatError::MalformedBlock {
+    section: Section::Metadata,
+    reason: "not one MessagePack map of the dataset metadata keys (docs/ald.md §3)",
+};
 
 #[cfg(test)]
 mod tests {

@@ -12,11 +12,12 @@
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use envelope_core::{Envelope, Error, Flags, Format, HEADER_LEN, Header, Result, Section};
+use envelope_core::{Envelope, Flags, Format, HEADER_LEN, Header, Section};
 
 use crate::dataset::ArrowDataset;
 use crate::ipc;
 use crate::load::{LoadOptions, Loaded, Opened, check_rows};
+use crate::{Error, Result};
 
 /// Below this many decoded bytes a file is decoded on the calling thread alone: starting threads
 /// would cost more than they save.

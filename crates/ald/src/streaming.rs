@@ -13,10 +13,13 @@
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
 use arrow_schema::SchemaRef;
-use envelope_core::{ChunkEntry, DecryptionFailure, Envelope, Error, Format, FormatError, Result};
+use envelope_core::{
+    ChunkEntry, DecryptionFailure, Envelope, Error as EnvelopeError, Format, FormatError,
+};
 
 use crate::ipc;
 use crate::load::{LoadOptions, Opened, check_rows};
+use crate::{Error, Result};
 
 /// A verified dataset file read chunk by chunk.
 #[derive(Debug, Clone)]
@@ -196,7 +199,7 @@ impl<'a, B: AsRef<[u8]>> ChunkReader<'a, B> {
             return Ok(Buffer::from_vec(plain));
         }
         if self.dataset.opened.is_encrypted() {
-            return Err(Error::DecryptionFailed(DecryptionFailure::KeyRequired));
+            return Err(EnvelopeError::DecryptionFailed(DecryptionFailure::KeyRequired).into());
         }
         let decoded = if streaming {
             envelope.decode_chunk(chunk)?
@@ -226,7 +229,7 @@ impl<'a, B: AsRef<[u8]>> ChunkReader<'a, B> {
             .map_or(0, |entry| entry.item_count);
         check_rows(&batches, rows)?;
         arrow_select::concat::concat_batches(self.dataset.schema(), &batches)
-            .map_err(|_| Error::InvalidArgument("the batches cannot be concatenated"))
+            .map_err(Error::unencodable("the batches cannot be concatenated"))
     }
 
     /// The one chunk of a TRUENO_NATIVE file: every row, rebuilt from the aligned arrays.
@@ -241,9 +244,7 @@ impl<'a, B: AsRef<[u8]>> ChunkReader<'a, B> {
         let opened = &self.dataset.opened;
         #[cfg(feature = "format-encryption")]
         if let Some(decryptor) = &self.decryptor {
-            let index = opened
-                .arrays()
-                .ok_or(Error::InvalidArgument("the file is not TRUENO_NATIVE"))?;
+            let index = opened.arrays().ok_or(Error::NotTruenoNative)?;
             let payload = crate::aligned::ArrayBytes::Owned(Buffer::from_vec(decryptor.payload()?));
             return crate::aligned::decode_arrays(
                 index,
@@ -264,9 +265,11 @@ impl<'a, B: AsRef<[u8]>> ChunkReader<'a, B> {
         let end = start
             .checked_add(count)
             .filter(|end| *end <= self.dataset.num_rows())
-            .ok_or(Error::InvalidArgument(
-                "the rows requested go past the last row",
-            ))?;
+            .ok_or(Error::RowsOutOfRange {
+                start,
+                count,
+                num_rows: self.dataset.num_rows(),
+            })?;
         let mut pieces = Vec::new();
         // The chunks holding the rows, in order; none when no row is asked for.
         let mut chunk = if count == 0 {
@@ -288,7 +291,7 @@ impl<'a, B: AsRef<[u8]>> ChunkReader<'a, B> {
             chunk += 1;
         }
         arrow_select::concat::concat_batches(self.dataset.schema(), &pieces)
-            .map_err(|_| Error::InvalidArgument("the batches cannot be concatenated"))
+            .map_err(Error::unencodable("the batches cannot be concatenated"))
     }
 
     /// At least the first `rows` rows of chunk `chunk` (all of them where only whole chunks can
@@ -322,7 +325,7 @@ impl<'a, B: AsRef<[u8]>> ChunkReader<'a, B> {
             .into());
         }
         arrow_select::concat::concat_batches(self.dataset.schema(), &batches)
-            .map_err(|_| Error::InvalidArgument("the batches cannot be concatenated"))
+            .map_err(Error::unencodable("the batches cannot be concatenated"))
     }
 
     /// Every chunk in order.
@@ -343,7 +346,7 @@ pub(crate) fn first_chunk_of(entries: &[ChunkEntry], row: u64) -> usize {
 }
 
 fn to_usize(value: u64) -> Result<usize> {
-    usize::try_from(value).map_err(|_| Error::InvalidArgument("row offset beyond memory"))
+    usize::try_from(value).map_err(|_| Error::too_large("row offset beyond memory", value))
 }
 
 /// The chunks of a dataset, decoded one at a time.

@@ -54,6 +54,35 @@ fn schema() -> Arc<Schema> {
     ]))
 }
 
+/// A rendered schema (every type of the sample table) parses back as `--schema` text; an entry
+/// without `:` or with a type Arrow does not know is `Usage`.
+#[test]
+fn rendered_schemas_parse_back() {
+    let text = ald::render_schema(&schema());
+    assert_eq!(
+        ald::interchange::parse_schema_text(&text).unwrap(),
+        schema()
+    );
+    for wrong in ["a Int64", "a: NotAType"] {
+        assert_eq!(
+            signal(ald::interchange::parse_schema_text(wrong)),
+            Signal::Usage
+        );
+    }
+}
+
+/// Where the stored bytes of STREAMING chunk `chunk` of the file `bytes` lie in it.
+fn stored_chunk(bytes: &[u8], chunk: usize) -> std::ops::Range<usize> {
+    let envelope = Envelope::parse(bytes, Format::Dataset).unwrap();
+    let payload = envelope
+        .layout()
+        .span(envelope_core::Section::Payload)
+        .unwrap();
+    let entry = envelope.chunk_index().unwrap().entries()[chunk];
+    let start = (payload.offset + entry.stored_offset) as usize;
+    start..start + entry.stored_size as usize
+}
+
 /// Row `i` of the sample table; every seventh value is null.
 fn table(start: i64, rows: usize) -> RecordBatch {
     let ids: Vec<i64> = (start..start + rows as i64).collect();
@@ -120,8 +149,10 @@ fn rows(dataset: &ArrowDataset) -> RecordBatch {
     dataset.to_batch().unwrap()
 }
 
-fn signal<T: std::fmt::Debug>(result: envelope_core::Result<T>) -> Signal {
-    result.unwrap_err().signal()
+/// The Andon signal of a failure of `ald` or of the envelope below it (the tests of every module
+/// check failures by their signal).
+pub(crate) fn signal<T: std::fmt::Debug>(result: Result<T, impl Into<ald::Error>>) -> Signal {
+    result.map_err(Into::into).unwrap_err().signal()
 }
 
 #[test]
@@ -492,20 +523,25 @@ fn header_signals_invalid_magic_version_and_checksum() {
     assert_eq!(signal(ald::load_from_bytes(&model)), Signal::InvalidFormat);
 }
 
+/// Header fields that pass the envelope's checks but not the dataset's (an undefined dataset
+/// type; a `num_rows` the payload disagrees with) are `InvalidFormat`.
 #[test]
-fn an_undefined_dataset_type_is_invalid_format() {
-    let mut parts = dataset(5).to_parts(&SaveOptions::default()).unwrap();
-    parts.type_id = 0x0005;
-    let bytes = parts.to_bytes().unwrap();
-    assert_eq!(signal(ald::load_from_bytes(&bytes)), Signal::InvalidFormat);
-}
-
-#[test]
-fn a_payload_that_disagrees_with_num_rows_is_invalid_format() {
-    let mut parts = dataset(5).to_parts(&SaveOptions::default()).unwrap();
-    parts.num_rows = 6;
-    let bytes = parts.to_bytes().unwrap();
-    assert_eq!(signal(ald::load_from_bytes(&bytes)), Signal::InvalidFormat);
+fn header_fields_the_dataset_disagrees_with_are_invalid_format() {
+    type Change = fn(&mut EnvelopeParts<'_>);
+    let changes: [(&str, Change); 2] = [
+        ("undefined dataset type", |parts| parts.type_id = 0x0005),
+        ("num_rows", |parts| parts.num_rows = 6),
+    ];
+    for (what, change) in changes {
+        let mut parts = dataset(5).to_parts(&SaveOptions::default()).unwrap();
+        change(&mut parts);
+        let bytes = parts.to_bytes().unwrap();
+        assert_eq!(
+            signal(ald::load_from_bytes(&bytes)),
+            Signal::InvalidFormat,
+            "{what}"
+        );
+    }
 }
 
 /// Payloads that pass the checksum (rewritten with it) but break a rule of docs/ald.md §5: each
@@ -704,14 +740,8 @@ fn large_streaming_files_load_in_parallel_with_the_same_verdicts() {
         assert_eq!(rows(&loaded.dataset), batch);
 
         let mut bytes = std::fs::read(&path).unwrap();
-        let envelope = Envelope::parse(&bytes[..], Format::Dataset).unwrap();
-        let payload = envelope
-            .layout()
-            .span(envelope_core::Section::Payload)
-            .unwrap();
-        let seventh = envelope.chunk_index().unwrap().entries()[7];
-        let at = (payload.offset + seventh.stored_offset + seventh.stored_size / 2) as usize;
-        bytes[at] ^= 0x10;
+        let seventh = stored_chunk(&bytes, 7);
+        bytes[seventh.start + seventh.len() / 2] ^= 0x10;
         std::fs::write(&path, &bytes).unwrap();
         let error = ald::fs::load(&path, &LoadOptions::default()).unwrap_err();
         assert_eq!(
@@ -890,14 +920,8 @@ fn a_streaming_file_opens_lazily_and_checks_each_chunk_as_it_is_read() {
     let bytes = data
         .to_bytes(&options(Compression::Lz4, Some(100)))
         .unwrap();
-    let envelope = Envelope::parse(&bytes[..], Format::Dataset).unwrap();
-    let payload = envelope
-        .layout()
-        .span(envelope_core::Section::Payload)
-        .unwrap();
-    let chunk5 = envelope.chunk_index().unwrap().entries()[5];
     let mut damaged = bytes.clone();
-    damaged[(payload.offset + chunk5.stored_offset + 2) as usize] ^= 0x01;
+    damaged[stored_chunk(&bytes, 5).start + 2] ^= 0x01;
     // The whole-file load refuses it; the lazy open does not read chunk 5 until asked.
     assert_eq!(
         signal(ald::load_from_bytes(&damaged)),

@@ -120,13 +120,11 @@ fn classify(error: &anyhow::Error) -> cli_support::run::Failure {
         if let Some(error) = cause.downcast_ref::<apr::Error>() {
             return failure(error.signal(), error.is_operation_failure());
         }
+        if let Some(error) = cause.downcast_ref::<ald::Error>() {
+            return failure(error.signal(), error.is_operation_failure());
+        }
         if let Some(error) = cause.downcast_ref::<envelope_core::Error>() {
-            let operation = matches!(
-                error,
-                envelope_core::Error::LimitExceeded(_)
-                    | envelope_core::Error::ExportFailed { .. }
-                    | envelope_core::Error::ColumnNotWritable { .. }
-            );
+            let operation = matches!(error, envelope_core::Error::LimitExceeded(_));
             return failure(error.signal(), operation);
         }
     }

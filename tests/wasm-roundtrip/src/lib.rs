@@ -16,8 +16,11 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+// `ald::Error` holds every envelope error (`From`), with the same signal and text: the harness
+// reports the dataset crate's refusals and the envelope's alike.
+use ald::{Error, Result};
 use envelope_core::{
-    Compression, Envelope, EnvelopeParts, Error, Flags, Format, Payload, Result, Section, Signal,
+    Compression, Envelope, EnvelopeParts, Flags, Format, Payload, Section, Signal,
 };
 use envelope_crypto::{
     Argon2Params, DecryptionKey, Decryptor, EncryptOptions, EncryptTo, EncryptionBlock, KeySource,
@@ -288,22 +291,24 @@ fn load_payload(envelope: &Envelope<&[u8]>) -> Result<Vec<u8>> {
         KeySource::Password { .. } => DecryptionKey::Password(&password),
         _ => DecryptionKey::Recipient(&secret),
     };
-    Decryptor::new(envelope, key)?.payload()
+    Ok(Decryptor::new(envelope, key)?.payload()?)
 }
 
 fn verify_detailed(bytes: &[u8]) -> (Outcome, Option<Error>) {
-    let decoded = Envelope::parse_any(bytes).and_then(|envelope| {
-        let payload = load_payload(&envelope)?;
-        let header = envelope.header();
-        Ok(Outcome::loaded(
-            header.format(),
-            header.type_id(),
-            header.flags(),
-            header.compression(),
-            header.num_rows(),
-            &payload,
-        ))
-    });
+    let decoded = Envelope::parse_any(bytes)
+        .map_err(Error::from)
+        .and_then(|envelope| {
+            let payload = load_payload(&envelope)?;
+            let header = envelope.header();
+            Ok(Outcome::loaded(
+                header.format(),
+                header.type_id(),
+                header.flags(),
+                header.compression(),
+                header.num_rows(),
+                &payload,
+            ))
+        });
     match decoded {
         Ok(outcome) => (outcome, None),
         Err(error) => (Outcome::Refused(error.signal()), Some(error)),

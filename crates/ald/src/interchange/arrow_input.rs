@@ -17,13 +17,13 @@ use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
 use arrow_ipc::reader::{FileDecoder, StreamDecoder};
 use arrow_ipc::{Block, MessageHeader};
-use arrow_schema::SchemaRef;
+use arrow_schema::{ArrowError, SchemaRef};
 use bytes::Bytes;
-use envelope_core::Result;
 
 use super::guard::guarded;
 use super::input::{ByteProgress, Origin, ReadStage};
 use super::{FileKind, arrow_error, foreign};
+use crate::Result;
 use crate::ipc::{END_OF_STREAM, PREFIX_LEN, checked_batch_message, message_metadata_len};
 
 /// `ARROW1`, at both ends of an IPC file.
@@ -67,7 +67,7 @@ impl Bytesource {
     }
 }
 
-fn too_large() -> envelope_core::Error {
+fn too_large() -> crate::Error {
     foreign(FileKind::ArrowIpc, "a range past the end of the file")
 }
 
@@ -329,8 +329,15 @@ impl IpcStream {
         let mut message = prefix.to_vec();
         self.append(&mut message, metadata_len)?;
         let flatbuffer = &message[PREFIX_LEN..];
+        // The flatbuffers verifier's error says where the flatbuffer breaks; kept as the cause
+        // the way Arrow's own reader keeps it (as an `ArrowError::ParseError`), since its type
+        // belongs to a crate this one does not depend on.
         let header = arrow_ipc::root_as_message(flatbuffer)
-            .map_err(|_| fault("a message whose metadata is not a Message flatbuffer"))?
+            .map_err(|error| crate::Error::Foreign {
+                format: kind.name(),
+                reason: "a message whose metadata is not a Message flatbuffer".into(),
+                cause: Some(ArrowError::ParseError(error.to_string()).into()),
+            })?
             .header_type();
         let body_len = if header == MessageHeader::Schema {
             0

@@ -5,7 +5,8 @@ use std::io::Write;
 
 use arrow_array::RecordBatch;
 use arrow_cast::display::{ArrayFormatter, FormatOptions};
-use envelope_core::{Error, Result};
+
+use crate::{Error, Result};
 
 /// Longest cell shown in a text table before it is cut with `…`.
 pub const MAX_CELL_CHARS: usize = 48;
@@ -39,6 +40,7 @@ pub fn write_text_table(
         .iter()
         .zip(schema.fields())
         .map(|(column, field)| {
+            // Arrow's error says no more than the type, which the message names.
             ArrayFormatter::try_new(column.as_ref(), &options)
                 .map_err(|_| not_displayable(field, "a text table"))
         })
@@ -94,8 +96,8 @@ fn cut(cell: &str) -> String {
 /// `Io` from `out`.
 pub fn write_json_rows(batch: &RecordBatch, out: &mut impl Write) -> Result<()> {
     let json_error = |error: arrow_schema::ArrowError| match error {
-        arrow_schema::ArrowError::IoError(_, io) => Error::Io(io),
-        _ => Error::InvalidArgument("the rows cannot be written as JSON"),
+        arrow_schema::ArrowError::IoError(_, io) => io.into(),
+        other => Error::unencodable("the rows cannot be written as JSON")(other),
     };
     let mut writer = arrow_json::WriterBuilder::new()
         .with_explicit_nulls(true)

@@ -23,7 +23,7 @@ use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Once;
 
-use envelope_core::{Error, FormatError, Result};
+use crate::{Error, Result};
 
 thread_local! {
     /// How many [`guarded`] calls are active on this thread.
@@ -98,10 +98,7 @@ fn guarded_as<T>(format: &'static str, what: &str, read: impl FnOnce() -> Result
             .map(|text| (*text).to_owned())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "no message".to_owned());
-        Err(Error::InvalidFormat(FormatError::Foreign {
-            format,
-            reason: format!("{what} ({message})"),
-        }))
+        Err(Error::foreign(format, format!("{what} ({message})")))
     })
 }
 

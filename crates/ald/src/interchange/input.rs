@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use envelope_core::Result;
+
+use crate::Result;
 
 /// Which pass over an input a progress report belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,12 +17,12 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
-use envelope_core::Result;
 use serde::de::{Deserializer as _, IgnoredAny, MapAccess, Visitor};
 
 use super::guard::guarded;
 use super::input::{ByteProgress, Origin, ReadStage};
 use super::{BATCH_ROWS, FileKind, Inference, arrow_error};
+use crate::Result;
 
 /// The schema of a JSONL input, inferred by `arrow-json` from `sample` rows (all by default), its
 /// fields in the order of the first object's keys.

@@ -7,11 +7,12 @@
 //! rename).
 //!
 //! **Foreign bytes are untrusted** (SECURITY.md): a malformed input, or a value that does not fit
-//! its column, is `InvalidFormat` naming the file kind (`FormatError::Foreign`); `Io` is kept for
-//! the operating system's failures. Arrow IPC inputs get the `.ald` payload's framing checks
-//! before Arrow's decoder sees a message (`arrow_input.rs`), no reader allocates from a size the
-//! input cannot hold, and the panics Arrow and parquet still raise on some bytes are caught and
-//! reported (`guard.rs`). `.ald` inputs fail with their own Andon signal.
+//! its column, is `InvalidFormat` naming the file kind ([`crate::Error::Foreign`], the reader's own
+//! error kept as its cause); `Io` is kept for the operating system's failures. Arrow IPC inputs
+//! get the `.ald` payload's framing checks before Arrow's decoder sees a message
+//! (`arrow_input.rs`), no reader allocates from a size the input cannot hold, and the panics Arrow
+//! and parquet still raise on some bytes are caught and reported (`guard.rs`). `.ald` inputs fail
+//! with their own Andon signal.
 //!
 //! **What is read as what** (docs/ald.md §9): CSV columns get pyarrow's inferred types from a
 //! bounded sample (`csv.rs`); JSONL columns `arrow-json`'s, in the first object's key order;
@@ -42,8 +43,8 @@ use arrow_array::RecordBatch;
 use arrow_schema::{ArrowError, SchemaRef};
 use bytes::Bytes;
 use envelope_core::fs::Destination;
-use envelope_core::{Error, FormatError, Result};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::errors::ParquetError;
 
 pub use self::csv::{CsvOptions, DEFAULT_INFER_BYTES};
 pub use csv_values::PYARROW_NULL_VALUES;
@@ -55,6 +56,7 @@ use crate::dataset::{ArrowDataset, SaveOptions};
 use crate::fs::StreamingWriter;
 use crate::load::LoadOptions;
 use crate::streaming::StreamingDataset;
+use crate::{Error, Result};
 use input::Origin;
 
 /// Rows per batch when reading text and Parquet files.
@@ -95,11 +97,7 @@ impl FileKind {
             "arrow" | "ipc" | "feather" => Self::ArrowIpc,
             "arrows" => Self::ArrowStream,
             "ald" => Self::Ald,
-            _ => {
-                return Err(Error::InvalidArgument(
-                    "unknown file extension: use .csv, .jsonl, .parquet, .arrow, .arrows or .ald",
-                ));
-            }
+            _ => return Err(Error::UnknownExtension { extension }),
         })
     }
 
@@ -147,35 +145,37 @@ pub struct ReadOptions<'a> {
     pub ald: LoadOptions<'a>,
 }
 
-/// `InvalidFormat`: a foreign file of `kind` that its reader refuses.
-fn foreign(kind: FileKind, reason: impl Into<String>) -> Error {
-    Error::InvalidFormat(FormatError::Foreign {
-        format: kind.name(),
-        reason: reason.into(),
-    })
+/// `InvalidFormat`: a foreign file of `kind` whose bytes break `reason`.
+fn foreign(kind: FileKind, reason: impl Into<std::borrow::Cow<'static, str>>) -> Error {
+    Error::foreign(kind.name(), reason)
 }
 
-/// An Arrow reader's error: `Io` if the operating system failed, else `InvalidFormat`.
+/// An Arrow reader's error: `Io` if the operating system failed, else `InvalidFormat` keeping
+/// Arrow's error as the cause.
 fn arrow_error(kind: FileKind, error: ArrowError) -> Error {
     match error {
-        ArrowError::IoError(_, io) => Error::Io(io),
-        other => foreign(kind, other.to_string()),
+        ArrowError::IoError(_, io) => io.into(),
+        other => Error::foreign_reader(kind.name(), other),
     }
 }
 
-/// A parquet reader's error: `Io` if the operating system failed, else `InvalidFormat`.
-fn parquet_error(error: parquet::errors::ParquetError) -> Error {
+/// A parquet reader's error: `Io` if the operating system failed, else `InvalidFormat` keeping
+/// parquet's error as the cause.
+fn parquet_error(error: ParquetError) -> Error {
     match error {
-        parquet::errors::ParquetError::External(external)
-            if external.downcast_ref::<std::io::Error>().is_some() =>
-        {
-            match external.downcast::<std::io::Error>() {
-                Ok(io) => Error::Io(*io),
-                Err(other) => foreign(FileKind::Parquet, other.to_string()),
-            }
-        }
-        parquet::errors::ParquetError::ArrowError(message) => foreign(FileKind::Parquet, message),
-        other => foreign(FileKind::Parquet, other.to_string()),
+        ParquetError::External(external) => match external.downcast::<std::io::Error>() {
+            Ok(io) => (*io).into(),
+            // The message stays the external error's own, as before; parquet's wrapper is the
+            // cause.
+            Err(other) => Error::Foreign {
+                format: FileKind::Parquet.name(),
+                reason: other.to_string().into(),
+                cause: Some(ParquetError::External(other).into()),
+            },
+        },
+        // Arrow's error inside parquet, already flattened to its text by parquet.
+        ParquetError::ArrowError(message) => foreign(FileKind::Parquet, message),
+        other => Error::foreign_reader(FileKind::Parquet.name(), other),
     }
 }
 
@@ -495,7 +495,7 @@ impl parquet::file::reader::ChunkReader for ParquetInput {
 
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
         if start > self.len {
-            return Err(parquet::errors::ParquetError::EOF(format!(
+            return Err(ParquetError::EOF(format!(
                 "a read at offset {start} of a {}-byte file",
                 self.len
             )));
@@ -511,7 +511,7 @@ impl parquet::file::reader::ChunkReader for ParquetInput {
             .checked_add(length as u64)
             .filter(|end| *end <= self.len);
         let Some(end) = end else {
-            return Err(parquet::errors::ParquetError::EOF(format!(
+            return Err(ParquetError::EOF(format!(
                 "{length} bytes at offset {start} of a {}-byte file",
                 self.len
             )));
@@ -543,7 +543,7 @@ fn write_foreign(
     if kind == FileKind::Csv {
         check_flat(schema)?;
     }
-    envelope_core::fs::write_atomic(destination, |file: &mut envelope_core::fs::Writer| {
+    output_file::write(destination, |file: &mut output_file::Writer| {
         let mut sink = KindKeeping {
             inner: file,
             failed: None,
@@ -603,9 +603,9 @@ fn write_foreign(
         // The Arrow writers report I/O failures as text; a closed pipe must stay one, so that a
         // reader that stopped early (`convert -o - | head`) ends the command quietly.
         match (written, sink.failed) {
-            (Err(_), Some(std::io::ErrorKind::BrokenPipe)) => Err(Error::Io(std::io::Error::from(
-                std::io::ErrorKind::BrokenPipe,
-            ))),
+            (Err(_), Some(std::io::ErrorKind::BrokenPipe)) => {
+                Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe).into())
+            }
             (written, _) => written,
         }
     })

@@ -18,13 +18,13 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
-use envelope_core::{Error, Result};
 use parquet::arrow::arrow_writer::ArrowWriterOptions;
 use parquet::arrow::{ArrowWriter, add_encoded_arrow_schema_to_metadata};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
 use super::{FileKind, arrow_error, parquet_dictionary, parquet_error};
+use crate::{Error, Result};
 
 /// `data_type` as stored in Parquet (`keep_date64`: as described in the embedded Arrow schema).
 fn stored_type(data_type: &DataType, keep_date64: bool) -> DataType {

@@ -27,10 +27,10 @@
 //! skipped by their declared size).
 
 use bytes::Bytes;
-use envelope_core::Result;
 use parquet::file::metadata::ParquetMetaData;
 
 use super::{FileKind, foreign};
+use crate::Result;
 
 /// Deepest nesting followed (parquet's own skip limit).
 const MAX_DEPTH: u8 = 64;

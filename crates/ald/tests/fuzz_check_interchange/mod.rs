@@ -50,7 +50,7 @@ fn read(kind: FileKind, data: &[u8], options: ReadOptions<'static>) -> Option<Ve
     Some(batches)
 }
 
-fn refused(error: &envelope_core::Error) {
+fn refused(error: &ald::Error) {
     assert!(
         matches!(error.signal(), Signal::InvalidFormat | Signal::Io),
         "refused with the wrong signal: {error}"
@@ -104,38 +104,42 @@ pub(crate) fn parquet_reader(data: &[u8]) {
 /// CSV bytes; the first byte picks the options (delimiter, header, sample, null values), the
 /// rest is the file.
 pub(crate) fn csv_reader(data: &[u8]) {
-    let Some((&choice, text)) = data.split_first() else {
-        return;
-    };
-    let options = ReadOptions {
+    read_with_options_byte(FileKind::Csv, data, |choice| ReadOptions {
         csv: CsvOptions {
             delimiter: [b',', b';', b'\t', b'|'][usize::from(choice & 3)],
             header: choice & 4 == 0,
             skip_rows: u64::from(choice >> 6),
             null_values: (choice & 8 != 0).then(|| vec![String::new(), "NA".to_owned()]),
         },
-        infer: if choice & 16 == 0 {
-            Inference::Default
-        } else {
-            Inference::Rows(2)
-        },
+        infer: sample(choice & 16 != 0, 2),
         ..ReadOptions::default()
-    };
-    read(FileKind::Csv, text, options);
+    });
 }
 
 /// JSONL bytes; the first byte picks the sample (all rows or the first one).
 pub(crate) fn jsonl_reader(data: &[u8]) {
-    let Some((&choice, text)) = data.split_first() else {
-        return;
-    };
-    let options = ReadOptions {
-        infer: if choice & 1 == 0 {
-            Inference::Default
-        } else {
-            Inference::Rows(1)
-        },
+    read_with_options_byte(FileKind::Jsonl, data, |choice| ReadOptions {
+        infer: sample(choice & 1 != 0, 1),
         ..ReadOptions::default()
-    };
-    read(FileKind::Jsonl, text, options);
+    });
+}
+
+/// [`read`] of the text after the first byte, with the options `options` makes of that byte.
+fn read_with_options_byte(
+    kind: FileKind,
+    data: &[u8],
+    options: impl FnOnce(u8) -> ReadOptions<'static>,
+) {
+    if let Some((&choice, text)) = data.split_first() {
+        read(kind, text, options(choice));
+    }
+}
+
+/// The default sample, or (when `bounded`) the first `rows` rows.
+fn sample(bounded: bool, rows: usize) -> Inference {
+    if bounded {
+        Inference::Rows(rows)
+    } else {
+        Inference::Default
+    }
 }

@@ -117,16 +117,9 @@ pub struct ConvertArgs {
     /// `name: Type[ not null], ...` with Arrow type names (`id: Int64 not null, name: Utf8`).
     #[arg(long, value_name = "COLUMNS")]
     pub schema: Option<String>,
-    /// Refuse the input (SchemaMismatch) unless its columns are exactly these, written as for
-    /// --schema. For .ald inputs the check happens before any payload byte is read.
-    #[arg(long, value_name = "COLUMNS")]
-    pub expect_schema: Option<String>,
-    /// How to read a CSV input, and how many rows infer its types.
+    /// The schema the input must have, how to read a CSV input, how to open an .ald input.
     #[command(flatten)]
-    pub csv: CsvInputArgs,
-    /// How to open an .ald input.
-    #[command(flatten)]
-    pub keys: KeyOptions,
+    pub read: ReadArgs,
 }
 
 /// `alimentar head FILE`.
@@ -137,14 +130,23 @@ pub struct HeadArgs {
     /// How many rows.
     #[arg(long, short = 'n', default_value_t = 10)]
     pub rows: u64,
-    /// Refuse the file (SchemaMismatch) unless its columns are exactly these, written as
-    /// `name: Type[ not null], ...`.
+    /// The schema the file must have, how to read a CSV input, how to open an .ald file.
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+/// How `convert` and `head` read their input (one definition, so both take the same options).
+#[derive(Debug, Args)]
+pub struct ReadArgs {
+    /// Refuse the input (SchemaMismatch) unless its columns are exactly these, written as
+    /// `name: Type[ not null], ...` (as for --schema). For .ald inputs the check happens before
+    /// any payload byte is read.
     #[arg(long, value_name = "COLUMNS")]
     pub expect_schema: Option<String>,
-    /// How to read a CSV input.
+    /// How to read a CSV input, and how many rows infer its types.
     #[command(flatten)]
     pub csv: CsvInputArgs,
-    /// How to open an encrypted or signed file.
+    /// How to open an encrypted or signed .ald input.
     #[command(flatten)]
     pub keys: KeyOptions,
 }
@@ -259,8 +261,8 @@ pub fn convert(tool: Tool, args: &ConvertArgs) -> anyhow::Result<()> {
     // after a long conversion.
     let destination =
         output::destination(output_path, args.force, output::Access::Shared, content)?;
-    let access = Access::read(&args.keys, tool)?;
-    let expected = expected_schema(args.expect_schema.as_deref())?;
+    let access = Access::read(&args.read.keys, tool)?;
+    let expected = expected_schema(args.read.expect_schema.as_deref())?;
     let schema = args
         .schema
         .as_deref()
@@ -276,7 +278,7 @@ pub fn convert(tool: Tool, args: &ConvertArgs) -> anyhow::Result<()> {
         ald: access.options(expected.as_deref()),
         ..ReadOptions::default()
     };
-    args.csv.apply(&args.input, &mut options)?;
+    args.read.csv.apply(&args.input, &mut options)?;
     let source = Source::open(&args.input, options)
         .with_context(|| format!("reading {}", args.input.display()))?;
     if let Some(expected) = &expected {
@@ -414,10 +416,10 @@ fn read_card(path: &Path) -> anyhow::Result<Metadata> {
 /// # Errors
 /// The first failure, naming its Andon signal.
 pub fn head(tool: Tool, args: &HeadArgs) -> anyhow::Result<()> {
-    let expected = expected_schema(args.expect_schema.as_deref())?;
+    let expected = expected_schema(args.read.expect_schema.as_deref())?;
     let file = &args.file;
     let batch = if FileKind::of(file)? == FileKind::Ald {
-        let access = Access::read(&args.keys, tool)?;
+        let access = Access::read(&args.read.keys, tool)?;
         let options = access.options(expected.as_deref());
         let dataset =
             StreamingDataset::open(file, &options).with_context(|| file.display().to_string())?;
@@ -430,7 +432,7 @@ pub fn head(tool: Tool, args: &HeadArgs) -> anyhow::Result<()> {
         }
     } else {
         let mut options = ReadOptions::default();
-        args.csv.apply(file, &mut options)?;
+        args.read.csv.apply(file, &mut options)?;
         let source = Source::open(file, options).with_context(|| file.display().to_string())?;
         if let Some(expected) = &expected {
             ald::check_schema(expected, source.schema())?;
