@@ -17,8 +17,8 @@ use proptest::prelude::*;
 
 mod vectors;
 use vectors::{
-    CHEAP, CountingRng, KAT_PASSWORD, KAT_SEGMENT, alice, bob, data, eve, fail_vectors,
-    kat_payload, kat_vectors, plain_parts, streaming_parts,
+    CHEAP, CountingRng, KAT_PASSWORD, KAT_SEGMENT, alice, bob, checked_in, data, eve, fail_vectors,
+    kat_payload, plain_parts, streaming_parts,
 };
 
 /// Every `fail_*` vector is refused with the signal its name gives, using the vectors' keys.
@@ -26,24 +26,14 @@ use vectors::{
 fn every_failing_vector_gives_its_signal() {
     let password = Password::new(KAT_PASSWORD);
     let alice = alice();
-    let mut seen = 0;
-    for entry in std::fs::read_dir(data("")).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix("fail_") else {
-            continue;
-        };
-        let signal = rest.split('.').nth(1).unwrap();
-        let bytes = std::fs::read(&path).unwrap();
-        let key = if name.ends_with(".apr") {
+    let seen = test_support::check_fail_vectors(&data(""), |vector| {
+        let key = if vector.name.ends_with(".apr") {
             DecryptionKey::Recipient(&alice)
         } else {
             DecryptionKey::Password(&password)
         };
-        let error = decrypt(&bytes, key).unwrap_err();
-        assert_eq!(error.signal().name(), signal, "{name}: {error}");
-        seen += 1;
-    }
+        decrypt(&vector.bytes, key).unwrap_err()
+    });
     assert_eq!(seen, fail_vectors().len());
 }
 
@@ -52,14 +42,7 @@ fn every_failing_vector_gives_its_signal() {
 /// diff!).
 #[test]
 fn known_answer_vectors_are_reproduced_byte_for_byte() {
-    for (name, bytes) in kat_vectors().into_iter().chain(fail_vectors()) {
-        let path = data(name);
-        let stored = std::fs::read(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(
-            stored == bytes,
-            "{name}: rebuilt bytes differ from the vector"
-        );
-    }
+    test_support::check_vectors(&data(""), checked_in());
 }
 
 #[test]

@@ -15,36 +15,21 @@ use proptest::prelude::*;
 
 mod vectors;
 use vectors::{
-    CHEAP, CountingRng, KAT_PASSWORD, data, fail_vectors, kat_vectors, model, publisher, trusted,
+    CHEAP, CountingRng, KAT_PASSWORD, checked_in, data, fail_vectors, model, publisher, trusted,
 };
 
 #[test]
 fn every_failing_vector_gives_its_signal() {
-    let mut seen = 0;
-    for entry in std::fs::read_dir(data("")).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix("fail_") else {
-            continue;
-        };
-        let signal = rest.split('.').nth(1).unwrap();
-        let error = check(&std::fs::read(&path).unwrap(), &trusted()).unwrap_err();
-        assert_eq!(error.signal().name(), signal, "{name}: {error}");
-        seen += 1;
-    }
+    let seen = test_support::check_fail_vectors(&data(""), |vector| {
+        check(&vector.bytes, &trusted()).unwrap_err()
+    });
     assert_eq!(seen, fail_vectors().len());
 }
 
 /// `cargo xtask regenerate envelope-sign` rewrites the vectors (review the diff!).
 #[test]
 fn known_answer_vectors_are_reproduced_byte_for_byte() {
-    for (name, bytes) in kat_vectors().into_iter().chain(fail_vectors()) {
-        let stored = std::fs::read(data(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(
-            stored == bytes,
-            "{name}: rebuilt bytes differ from the vector"
-        );
-    }
+    test_support::check_vectors(&data(""), checked_in());
 }
 
 #[test]
@@ -415,24 +400,12 @@ fn python_verifies_rust_signatures_and_rust_verifies_python_signatures() {
     assert_eq!(output.stdout, b"a,b\n1,2\n3,4\n".repeat(8));
 }
 
-fn replay_fuzz_corpus(target: &str, check: fn(&[u8])) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fuzz/corpus")
-        .join(target);
-    let mut count = 0;
-    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-        check(&std::fs::read(entry.unwrap().path()).unwrap());
-        count += 1;
-    }
-    assert!(count > 0, "empty corpus at {}", dir.display());
-}
-
 #[test]
 fn fuzz_corpus_crypto_parsers_replays_clean() {
-    replay_fuzz_corpus("crypto_parsers", fuzz_checks::crypto_parsers);
+    test_support::replay_corpus("crypto_parsers", fuzz_checks::crypto_parsers);
 }
 
 #[test]
 fn fuzz_corpus_key_file_replays_clean() {
-    replay_fuzz_corpus("key_file", fuzz_checks::key_file);
+    test_support::replay_corpus("key_file", fuzz_checks::key_file);
 }

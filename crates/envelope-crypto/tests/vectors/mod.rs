@@ -11,9 +11,7 @@ use envelope_crypto::{
     Argon2Params, EncryptOptions, EncryptTo, Password, RecipientSecretKey, encrypt,
 };
 
-#[path = "../common/counting_rng.rs"]
-mod counting_rng;
-pub(crate) use counting_rng::CountingRng;
+pub(crate) use test_support::CountingRng;
 
 pub(crate) const KAT_PASSWORD: &str = "correct horse battery staple";
 
@@ -83,6 +81,12 @@ pub(crate) fn streaming_parts(payload: &[u8]) -> EnvelopeParts<'_> {
 }
 
 /// The known-answer vectors: file name, how to build it (from the counting RNG starting at 0).
+/// Every checked-in vector, known-answer then failing: what `cargo xtask regenerate` writes and
+/// the known-answer test compares.
+pub(crate) fn checked_in() -> Vec<(&'static str, Vec<u8>)> {
+    kat_vectors().into_iter().chain(fail_vectors()).collect()
+}
+
 pub(crate) fn kat_vectors() -> Vec<(&'static str, Vec<u8>)> {
     let payload = kat_payload();
     let password = Password::new(KAT_PASSWORD);
