@@ -141,11 +141,10 @@ impl ChunkSealer {
     /// # Errors
     /// `Usage` if the ciphertext does not fit this platform's memory.
     pub fn seal(&self, chunk: u32, stored: &[u8]) -> Result<Vec<u8>> {
-        let len = ciphertext_len(stored.len() as u64, self.segment_size)
-            .and_then(|len| usize::try_from(len).ok())
-            .ok_or(Error::InvalidArgument(
-                "the encrypted chunk is larger than this platform's memory",
-            ))?;
+        let len = ciphertext_len(stored.len() as u64, self.segment_size).ok_or(
+            Error::InvalidArgument("the encrypted chunk would overflow a u64"),
+        )?;
+        let len = Error::fit_in_memory("an encrypted chunk's length", len)?;
         let mut out = vec![0u8; len];
         Stream {
             cipher: &self.cipher,

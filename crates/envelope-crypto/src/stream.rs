@@ -82,13 +82,19 @@ impl Stream<'_> {
     pub(crate) fn seal_into(&self, plaintext: &[u8], out: &mut [u8]) -> Result<()> {
         let expected = ciphertext_len(plaintext.len() as u64, self.segment_size);
         if expected != Some(out.len() as u64) {
-            return Err(Error::InvalidArgument(
-                "STREAM output buffer has the wrong size",
-            ));
+            return Err(Error::ArgumentMismatch {
+                what: "STREAM output buffer length",
+                expected: expected.unwrap_or(u64::MAX),
+                found: out.len() as u64,
+            });
         }
         let count = plaintext.len().div_ceil(self.segment()).max(1);
         if count as u64 > MAX_COUNTER + 1 {
-            return Err(Error::InvalidArgument("payload too large for one STREAM"));
+            return Err(Error::TooLarge {
+                what: "segments of one STREAM",
+                size: count as u64,
+                max: MAX_COUNTER + 1,
+            });
         }
         #[cfg(all(feature = "parallel", not(target_arch = "wasm32")))]
         if plaintext.len() >= PARALLEL_MIN {
