@@ -6,121 +6,76 @@
 //! variant. The crates above (`envelope-crypto`, `envelope-sign`, `ald`, `apr`) report their
 //! failures through the same variants, so one signal vocabulary covers the whole family.
 
-use core::fmt;
-
 use crate::header::{Compression, Format, Version};
+use crate::macros::named_enum;
 
 /// Result alias used throughout the envelope crates.
 pub type Result<T, E = Error> = core::result::Result<T, E>;
 
-/// The Andon signals of the specifications (000 §5.0, 001 §5.1, 001 §6.2.9), plus two that are not
-/// about the file: `Io` (the operating system failed) and `Usage` (the caller asked for something
-/// this build or this API cannot do).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Signal {
-    /// Not a file of the expected format, or its structure is inconsistent.
-    InvalidFormat,
-    /// The CRC32 trailer does not match the bytes before it.
-    ChecksumMismatch,
-    /// A required signature is missing, made by an untrusted key, or does not verify.
-    SignatureInvalid,
-    /// The payload could not be decrypted (wrong key or password, or tampered ciphertext).
-    DecryptionFailed,
-    /// The file's format version is not one this reader supports.
-    UnsupportedVersion,
-    /// A dataset's schema differs from the one the caller expects.
-    SchemaMismatch,
-    /// A model's type differs from the one the caller expects.
-    ModelTypeMismatch,
-    /// The license block forbids loading now.
-    LicenseExpired,
-    /// The quantization type is unknown or not supported here.
-    UnsupportedQuantization,
-    /// Quantized data is inconsistent (sizes, scales, NaN where forbidden).
-    QuantizationCorrupt,
-    /// The operating system reported an I/O failure.
-    Io,
-    /// The request cannot be served by this build or this call (not a property of the file).
-    Usage,
-}
-
-impl Signal {
+named_enum! {
+    /// The Andon signals of the specifications (000 §5.0, 001 §5.1, 001 §6.2.9), plus two that are
+    /// not about the file: `Io` (the operating system failed) and `Usage` (the caller asked for
+    /// something this build or this API cannot do).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
+    pub enum Signal {
+        /// Not a file of the expected format, or its structure is inconsistent.
+        InvalidFormat => "InvalidFormat",
+        /// The CRC32 trailer does not match the bytes before it.
+        ChecksumMismatch => "ChecksumMismatch",
+        /// A required signature is missing, made by an untrusted key, or does not verify.
+        SignatureInvalid => "SignatureInvalid",
+        /// The payload could not be decrypted (wrong key or password, or tampered ciphertext).
+        DecryptionFailed => "DecryptionFailed",
+        /// The file's format version is not one this reader supports.
+        UnsupportedVersion => "UnsupportedVersion",
+        /// A dataset's schema differs from the one the caller expects.
+        SchemaMismatch => "SchemaMismatch",
+        /// A model's type differs from the one the caller expects.
+        ModelTypeMismatch => "ModelTypeMismatch",
+        /// The license block forbids loading now.
+        LicenseExpired => "LicenseExpired",
+        /// The quantization type is unknown or not supported here.
+        UnsupportedQuantization => "UnsupportedQuantization",
+        /// Quantized data is inconsistent (sizes, scales, NaN where forbidden).
+        QuantizationCorrupt => "QuantizationCorrupt",
+        /// The operating system reported an I/O failure.
+        Io => "Io",
+        /// The request cannot be served by this build or this call (not a property of the file).
+        Usage => "Usage",
+    }
     /// The signal's name as the specs spell it (`"ChecksumMismatch"`).
-    #[must_use]
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::InvalidFormat => "InvalidFormat",
-            Self::ChecksumMismatch => "ChecksumMismatch",
-            Self::SignatureInvalid => "SignatureInvalid",
-            Self::DecryptionFailed => "DecryptionFailed",
-            Self::UnsupportedVersion => "UnsupportedVersion",
-            Self::SchemaMismatch => "SchemaMismatch",
-            Self::ModelTypeMismatch => "ModelTypeMismatch",
-            Self::LicenseExpired => "LicenseExpired",
-            Self::UnsupportedQuantization => "UnsupportedQuantization",
-            Self::QuantizationCorrupt => "QuantizationCorrupt",
-            Self::Io => "Io",
-            Self::Usage => "Usage",
-        }
+    fn name;
+}
+
+named_enum! {
+    /// A region of an envelope file, used to say where a failure is.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
+    pub enum Section {
+        /// The fixed 32-byte header.
+        Header => "header",
+        /// The MessagePack metadata (dataset or model card).
+        Metadata => "metadata",
+        /// The Arrow IPC schema (`.ald` only).
+        Schema => "schema",
+        /// The aligned array / tensor index (TRUENO_NATIVE files).
+        TensorIndex => "tensor_index",
+        /// The chunk index (STREAMING files).
+        ChunkIndex => "chunk_index",
+        /// The encryption parameter block (ENCRYPTED files).
+        Encryption => "encryption",
+        /// The payload.
+        Payload => "payload",
+        /// The signature block (SIGNED files).
+        Signature => "signature",
+        /// The license block (LICENSED files).
+        License => "license",
+        /// The CRC32 trailer.
+        Checksum => "checksum",
     }
-}
-
-impl fmt::Display for Signal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A region of an envelope file, used to say where a failure is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Section {
-    /// The fixed 32-byte header.
-    Header,
-    /// The MessagePack metadata (dataset or model card).
-    Metadata,
-    /// The Arrow IPC schema (`.ald` only).
-    Schema,
-    /// The aligned array / tensor index (TRUENO_NATIVE files).
-    TensorIndex,
-    /// The chunk index (STREAMING files).
-    ChunkIndex,
-    /// The encryption parameter block (ENCRYPTED files).
-    Encryption,
-    /// The payload.
-    Payload,
-    /// The signature block (SIGNED files).
-    Signature,
-    /// The license block (LICENSED files).
-    License,
-    /// The CRC32 trailer.
-    Checksum,
-}
-
-impl Section {
     /// Lower-case name used in messages and JSON output.
-    #[must_use]
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Header => "header",
-            Self::Metadata => "metadata",
-            Self::Schema => "schema",
-            Self::TensorIndex => "tensor_index",
-            Self::ChunkIndex => "chunk_index",
-            Self::Encryption => "encryption",
-            Self::Payload => "payload",
-            Self::Signature => "signature",
-            Self::License => "license",
-            Self::Checksum => "checksum",
-        }
-    }
-}
-
-impl fmt::Display for Section {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
+    fn name;
 }
 
 /// Why a file's structure was refused (the `InvalidFormat` signal).

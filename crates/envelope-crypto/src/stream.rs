@@ -10,6 +10,8 @@
 
 use aes_gcm::aead::AeadInPlace;
 use aes_gcm::{Aes256Gcm, Nonce, Tag};
+use core::ops::Range;
+
 use envelope_core::{DecryptionFailure, Error, Result};
 
 /// Bytes of an AES-GCM tag.
@@ -96,49 +98,27 @@ impl Stream<'_> {
                 max: MAX_COUNTER + 1,
             });
         }
-        #[cfg(all(feature = "parallel", not(target_arch = "wasm32")))]
-        if plaintext.len() >= PARALLEL_MIN {
-            let half = count / 2;
-            let (first, second) = out.split_at_mut(half * (self.segment() + TAG_LEN));
-            return std::thread::scope(|scope| {
-                let other =
-                    scope.spawn(|| self.seal_segments(plaintext, second, half..count, count));
-                let mine = self.seal_segments(plaintext, first, 0..half, count);
-                let other = other
-                    .join()
-                    .map_err(|_| Error::InvalidArgument("a sealing thread panicked"))?;
-                mine.and(other)
-            });
-        }
-        self.seal_segments(plaintext, out, 0..count, count)
-    }
-
-    /// Seals segments `range` of the stream of `count` segments over `plaintext` into `out`,
-    /// which holds exactly those sealed segments.
-    fn seal_segments(
-        &self,
-        plaintext: &[u8],
-        out: &mut [u8],
-        range: std::ops::Range<usize>,
-        count: usize,
-    ) -> Result<()> {
         let segment = self.segment();
-        let mut rest = out;
-        for index in range {
-            let start = (index * segment).min(plaintext.len());
-            let piece = &plaintext[start..(start + segment).min(plaintext.len())];
-            let (slot, tail) = rest.split_at_mut(piece.len() + TAG_LEN);
-            rest = tail;
-            let (body, tag_slot) = slot.split_at_mut(piece.len());
-            body.copy_from_slice(piece);
-            let nonce = nonce(self.chunk, index as u64, index + 1 == count);
-            let tag = self
-                .cipher
-                .encrypt_in_place_detached(Nonce::from_slice(&nonce), self.aad, body)
-                .map_err(|_| Error::InvalidArgument("AES-GCM refused a segment"))?;
-            tag_slot.copy_from_slice(&tag);
-        }
-        Ok(())
+        let seal = |out: &mut [u8], range: Range<usize>| -> Result<()> {
+            let mut rest = out;
+            for index in range {
+                let start = (index * segment).min(plaintext.len());
+                let piece = &plaintext[start..(start + segment).min(plaintext.len())];
+                let (slot, tail) = rest.split_at_mut(piece.len() + TAG_LEN);
+                rest = tail;
+                let (body, tag_slot) = slot.split_at_mut(piece.len());
+                body.copy_from_slice(piece);
+                let nonce = nonce(self.chunk, index as u64, index + 1 == count);
+                let tag = self
+                    .cipher
+                    .encrypt_in_place_detached(Nonce::from_slice(&nonce), self.aad, body)
+                    .map_err(|_| Error::InvalidArgument("AES-GCM refused a segment"))?;
+                tag_slot.copy_from_slice(&tag);
+            }
+            Ok(())
+        };
+        let (first, second) = in_halves(out, count, segment + TAG_LEN, seal);
+        first.and(second.ok_or(Error::InvalidArgument("a sealing thread panicked"))?)
     }
 
     /// Decrypts a whole stream, each segment in place in the output (one copy of the bytes); on
@@ -152,60 +132,36 @@ impl Stream<'_> {
         let mut out = vec![0u8; usize::try_from(plain).map_err(|_| failed())?];
         let sealed = self.segment() + TAG_LEN;
         let count = ciphertext.len().div_ceil(sealed).max(1);
-        #[cfg(all(feature = "parallel", not(target_arch = "wasm32")))]
-        let opened = if out.len() >= PARALLEL_MIN {
-            let half = count / 2;
-            let (first, second) = out.split_at_mut(half * self.segment());
-            std::thread::scope(|scope| {
-                let other =
-                    scope.spawn(|| self.open_segments(ciphertext, second, half..count, count));
-                let mine = self.open_segments(ciphertext, first, 0..half, count);
-                let other = other.join().unwrap_or(false);
-                mine && other
-            })
-        } else {
-            self.open_segments(ciphertext, &mut out, 0..count, count)
+        // Whether every segment of `range` authenticated.
+        let open = |out: &mut [u8], range: Range<usize>| -> bool {
+            let mut rest = out;
+            for index in range {
+                let start = index * sealed;
+                let slot = &ciphertext[start..(start + sealed).min(ciphertext.len())];
+                let (body, tag) = slot.split_at(slot.len() - TAG_LEN);
+                let (target, tail) = rest.split_at_mut(body.len());
+                rest = tail;
+                target.copy_from_slice(body);
+                let nonce = nonce(self.chunk, index as u64, index + 1 == count);
+                let opened = self.cipher.decrypt_in_place_detached(
+                    Nonce::from_slice(&nonce),
+                    self.aad,
+                    target,
+                    Tag::from_slice(tag),
+                );
+                if opened.is_err() {
+                    return false;
+                }
+            }
+            true
         };
-        #[cfg(not(all(feature = "parallel", not(target_arch = "wasm32"))))]
-        let opened = self.open_segments(ciphertext, &mut out, 0..count, count);
-        if !opened {
+        let (first, second) = in_halves(&mut out, count, self.segment(), open);
+        if !(first && second.unwrap_or(false)) {
             // Nothing of a stream that failed anywhere is handed out.
             zeroize::Zeroize::zeroize(&mut out);
             return Err(failed());
         }
         Ok(out)
-    }
-
-    /// Opens segments `range` of the stream of `count` segments into `out`, which holds exactly
-    /// their plaintext. Returns whether every segment authenticated.
-    fn open_segments(
-        &self,
-        ciphertext: &[u8],
-        out: &mut [u8],
-        range: std::ops::Range<usize>,
-        count: usize,
-    ) -> bool {
-        let sealed = self.segment() + TAG_LEN;
-        let mut rest = out;
-        for index in range {
-            let start = index * sealed;
-            let slot = &ciphertext[start..(start + sealed).min(ciphertext.len())];
-            let (body, tag) = slot.split_at(slot.len() - TAG_LEN);
-            let (target, tail) = rest.split_at_mut(body.len());
-            rest = tail;
-            target.copy_from_slice(body);
-            let nonce = nonce(self.chunk, index as u64, index + 1 == count);
-            let opened = self.cipher.decrypt_in_place_detached(
-                Nonce::from_slice(&nonce),
-                self.aad,
-                target,
-                Tag::from_slice(tag),
-            );
-            if opened.is_err() {
-                return false;
-            }
-        }
-        true
     }
 
     /// Decrypts segment by segment, handing each authenticated plaintext segment to `sink` in
@@ -241,6 +197,34 @@ impl Stream<'_> {
     }
 }
 
+/// Runs `work` over the segments `0..count` of a stream whose output `out` holds `per_segment`
+/// bytes per segment (the last may hold fewer). Segments are independent, so with the `parallel`
+/// feature (native only) an output of at least `PARALLEL_MIN` bytes is filled on two threads, each
+/// with its own half; the bytes are the same either way. Returns the first half's result and the
+/// second's, `None` if its thread panicked (on one thread, the second half is the empty range).
+fn in_halves<R: Send>(
+    out: &mut [u8],
+    count: usize,
+    per_segment: usize,
+    work: impl Fn(&mut [u8], Range<usize>) -> R + Sync,
+) -> (R, Option<R>) {
+    #[cfg(all(feature = "parallel", not(target_arch = "wasm32")))]
+    if out.len() >= PARALLEL_MIN {
+        let half = count / 2;
+        let (first, second) = out.split_at_mut(half * per_segment);
+        return std::thread::scope(|scope| {
+            let other = scope.spawn(|| work(second, half..count));
+            (work(first, 0..half), other.join().ok())
+        });
+    }
+    // Only the two-thread path splits by it.
+    #[cfg(not(all(feature = "parallel", not(target_arch = "wasm32"))))]
+    let _ = per_segment;
+    let end = out.len();
+    let (all, none) = out.split_at_mut(end);
+    (work(all, 0..count), Some(work(none, count..count)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,11 +249,19 @@ mod tests {
                 usize::try_from(ciphertext_len(len as u64, DEFAULT_SEGMENT_SIZE).unwrap()).unwrap();
             let mut two_threads = vec![0u8; sealed_len];
             stream.seal_into(&plaintext, &mut two_threads).unwrap();
-            let mut one_thread = vec![0u8; sealed_len];
-            let count = len.div_ceil(usize::try_from(DEFAULT_SEGMENT_SIZE).unwrap());
-            stream
-                .seal_segments(&plaintext, &mut one_thread, 0..count, count)
-                .unwrap();
+            // The one-thread reference: each segment sealed on its own, in order.
+            let mut one_thread = Vec::with_capacity(sealed_len);
+            let segment = usize::try_from(DEFAULT_SEGMENT_SIZE).unwrap();
+            let count = len.div_ceil(segment);
+            for (index, piece) in plaintext.chunks(segment).enumerate() {
+                let mut body = piece.to_vec();
+                let nonce = nonce(3, index as u64, index + 1 == count);
+                let tag = cipher
+                    .encrypt_in_place_detached(Nonce::from_slice(&nonce), b"aad", &mut body)
+                    .unwrap();
+                one_thread.extend_from_slice(&body);
+                one_thread.extend_from_slice(&tag);
+            }
             assert!(
                 two_threads == one_thread,
                 "sealed bytes differ at length {len}"
