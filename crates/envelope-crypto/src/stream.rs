@@ -231,18 +231,23 @@ mod tests {
     use aes_gcm::KeyInit;
     use proptest::prelude::*;
 
+    /// The stream of chunk `chunk` under `cipher`, with the associated data `b"aad"`.
+    fn test_stream(cipher: &Aes256Gcm, segment_size: u32, chunk: u32) -> Stream<'_> {
+        Stream {
+            cipher,
+            aad: b"aad",
+            segment_size,
+            chunk,
+        }
+    }
+
     /// Streams above `PARALLEL_MIN` are sealed and opened on two threads: the bytes must be
     /// exactly those of the one-thread path, and a tampered segment in either half must fail the
     /// whole stream.
     #[test]
     fn large_streams_seal_and_open_identically_on_two_threads() {
         let cipher = Aes256Gcm::new(&[9u8; 32].into());
-        let stream = Stream {
-            cipher: &cipher,
-            aad: b"aad",
-            segment_size: DEFAULT_SEGMENT_SIZE,
-            chunk: 3,
-        };
+        let stream = test_stream(&cipher, DEFAULT_SEGMENT_SIZE, 3);
         for len in [(4usize << 20) + 17, 5 << 20] {
             let plaintext: Vec<u8> = (0..len).map(|i| u8::try_from(i % 251).unwrap()).collect();
             let sealed_len =
@@ -307,7 +312,7 @@ mod tests {
         #[test]
         fn seal_then_open_is_identity(len in prop_oneof![0usize..3100, Just(1023), Just(1024), Just(1025), Just(2047), Just(2048), Just(2049)], chunk: u32) {
             let cipher = Aes256Gcm::new(&[7u8; 32].into());
-            let stream = Stream { cipher: &cipher, aad: b"aad", segment_size: 1024, chunk };
+            let stream = test_stream(&cipher, 1024, chunk);
             let plaintext: Vec<u8> = (0..len).map(|i| u8::try_from(i % 251).unwrap()).collect();
             let mut sealed = vec![0u8; usize::try_from(ciphertext_len(len as u64, 1024).unwrap()).unwrap()];
             stream.seal_into(&plaintext, &mut sealed).unwrap();
@@ -318,12 +323,7 @@ mod tests {
     #[test]
     fn truncation_reordering_and_chunk_swaps_fail() {
         let cipher = Aes256Gcm::new(&[7u8; 32].into());
-        let stream = Stream {
-            cipher: &cipher,
-            aad: b"aad",
-            segment_size: 1024,
-            chunk: 0,
-        };
+        let stream = test_stream(&cipher, 1024, 0);
         let plaintext = vec![0x42u8; 3 * 1024];
         let mut sealed = vec![0u8; 3 * 1040];
         stream.seal_into(&plaintext, &mut sealed).unwrap();

@@ -133,6 +133,23 @@ pub fn forge_chunk(
     forged
 }
 
+/// Where `section` is in the verified envelope file `bytes` (of either format), as a byte range:
+/// what a test edits to tamper with one section.
+///
+/// # Panics
+/// If `bytes` is not a verified file or has no such section.
+#[must_use]
+pub fn section_range(bytes: &[u8], section: envelope_core::Section) -> core::ops::Range<usize> {
+    let span = envelope_core::Envelope::parse_any(bytes)
+        .expect("a verified file")
+        .layout()
+        .span(section)
+        .unwrap_or_else(|| panic!("no {section} section"));
+    let start = usize::try_from(span.offset).expect("in memory");
+    let end = usize::try_from(span.end()).expect("in memory");
+    start..end
+}
+
 /// The stored bytes of chunk `chunk` of a verified STREAMING envelope file of `format`.
 ///
 /// # Panics

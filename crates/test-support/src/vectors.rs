@@ -45,16 +45,19 @@ pub fn fail_vectors(dir: &Path) -> Vec<FailVector> {
     vectors
 }
 
-/// Checks that `refuse` refuses every `fail_*` file in `dir` with the signal its name gives, and
-/// returns how many there were (each caller compares that with its own count).
+/// Checks that `dir` holds `count` `fail_*` files and that `refuse` refuses each with the signal
+/// its name gives.
 ///
 /// # Panics
-/// On the first vector refused with another signal (naming the file and the error).
+/// On another count, or on the first vector refused with another signal (naming the file and the
+/// error).
 pub fn check_fail_vectors(
     dir: &Path,
+    count: usize,
     mut refuse: impl FnMut(&FailVector) -> envelope_core::Error,
-) -> usize {
+) {
     let vectors = fail_vectors(dir);
+    assert_eq!(vectors.len(), count, "fail_* files in {}", dir.display());
     for vector in &vectors {
         let error = refuse(vector);
         assert_eq!(
@@ -64,7 +67,6 @@ pub fn check_fail_vectors(
             vector.name
         );
     }
-    vectors.len()
 }
 
 /// Hands `check` every input of the fuzz corpus `fuzz/corpus/<target>` (the inputs the fuzzer

@@ -214,16 +214,23 @@ fn unknown_names_wrong_files_and_encrypted_files_are_refused_clearly() {
     assert!(error.to_string().contains("in-memory path"), "{error}");
 }
 
+/// `bytes` (a verified file of `format`) with `bits` flipped in byte `at` of tensor `name`'s
+/// stored bytes.
+fn damage_tensor(bytes: &[u8], format: Format, name: &str, at: usize, bits: u8) -> Vec<u8> {
+    let clean = AlignedTensors::open(bytes, format, Integrity::PerTensor).unwrap();
+    let target = clean.file_range(clean.index().get(name).unwrap());
+    let mut damaged = bytes.to_vec();
+    damaged[target.start + at] ^= bits;
+    damaged
+}
+
 /// Under the default integrity, a damaged tensor fails when read while the others still read;
 /// opening fails only for damage before the payload.
 #[test]
 fn per_tensor_integrity_catches_a_damaged_tensor_and_spares_the_rest() {
     let samples = model_samples();
     let bytes = build(Format::Model, &samples, None);
-    let clean = AlignedTensors::open(&bytes[..], Format::Model, Integrity::PerTensor).unwrap();
-    let target = clean.file_range(clean.index().get("attn.q").unwrap());
-    let mut damaged = bytes.clone();
-    damaged[target.start + 3] ^= 0x10;
+    let damaged = damage_tensor(&bytes, Format::Model, "attn.q", 3, 0x10);
 
     let lazy = AlignedTensors::open(&damaged[..], Format::Model, Integrity::PerTensor).unwrap();
     assert_eq!(
@@ -439,10 +446,7 @@ fn a_chunked_aligned_dataset_is_one_chunk_of_every_row() {
 fn a_chunked_aligned_dataset_catches_damage_in_every_integrity_mode() {
     let samples = dataset_samples();
     let bytes = build(Format::Dataset, &samples, Some(1));
-    let clean = AlignedTensors::open(&bytes[..], Format::Dataset, Integrity::PerTensor).unwrap();
-    let target = clean.file_range(clean.index().get("quantity").unwrap());
-    let mut damaged = bytes.clone();
-    damaged[target.start + 5] ^= 0x04;
+    let damaged = damage_tensor(&bytes, Format::Dataset, "quantity", 5, 0x04);
     let lazy = AlignedTensors::open(&damaged[..], Format::Dataset, Integrity::PerTensor).unwrap();
     assert_eq!(
         lazy.tensor("quantity").unwrap_err().signal(),

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use envelope_core::{Compression, Envelope, EnvelopeParts, Format, Payload, Section};
+use envelope_core::{Compression, EnvelopeParts, Format, Payload, Section};
 use envelope_crypto::{
     Argon2Params, EncryptOptions, EncryptTo, Password, RecipientSecretKey, encrypt,
 };
@@ -160,27 +160,11 @@ pub(crate) fn fail_vectors() -> Vec<(&'static str, Vec<u8>)> {
     type_changed[6] ^= 0x02;
     test_support::fix_crc32_trailer(&mut type_changed);
     let mut hostile = file("kat_password.ald");
-    let block = usize::try_from(
-        Envelope::parse_any(&hostile[..])
-            .unwrap()
-            .layout()
-            .span(Section::Encryption)
-            .unwrap()
-            .offset,
-    )
-    .unwrap();
+    let block = test_support::section_range(&hostile, Section::Encryption).start;
     hostile[block + 6..block + 10].copy_from_slice(&(64u32 << 20).to_le_bytes());
     test_support::fix_crc32_trailer(&mut hostile);
     let recipient = file("kat_recipient.apr");
-    let payload = usize::try_from(
-        Envelope::parse_any(&recipient[..])
-            .unwrap()
-            .layout()
-            .span(Section::Payload)
-            .unwrap()
-            .offset,
-    )
-    .unwrap();
+    let payload = test_support::section_range(&recipient, Section::Payload).start;
     let mut swapped = recipient.clone();
     swapped[payload..payload + 1040].copy_from_slice(&recipient[payload + 1040..payload + 2080]);
     swapped[payload + 1040..payload + 2080].copy_from_slice(&recipient[payload..payload + 1040]);
