@@ -3,7 +3,6 @@
 //! the three modes, and interop with the independent Python reader (`tests/python/crypto/`).
 
 use std::borrow::Cow;
-use std::path::Path;
 
 use DecryptionFailure::{Failed, Malformed, NotARecipient};
 use envelope_core::{
@@ -304,31 +303,25 @@ proptest! {
 #[test]
 #[ignore = "interop: needs INTEROP_PYTHON (run by .ci/run)"]
 fn python_reader_decrypts_every_mode() {
-    let python = std::env::var("INTEROP_PYTHON").expect("INTEROP_PYTHON");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/crypto/reader.py");
+    let reader = |args: &[&std::ffi::OsStr]| test_support::python_ok("crypto/reader.py", args);
     let payload = kat_payload();
     for (name, secret, expected) in [
         ("kat_sealed_request.bin", "a1", Vec::new()),
         ("kat_sealed_response.bin", "b2", b"3".to_vec()),
     ] {
-        let output = std::process::Command::new(&python)
-            .arg(&script)
-            .arg("open-message")
-            .arg(data(name))
-            .args(["--secret-hex", &secret.repeat(32)])
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let secret = secret.repeat(32);
+        let stdout = reader(&[
+            "open-message".as_ref(),
+            data(name).as_os_str(),
+            "--secret-hex".as_ref(),
+            secret.as_ref(),
+        ]);
         if name == "kat_sealed_request.bin" {
             // requester public key (bob's) || query
-            assert_eq!(&output.stdout[..32], bob().public_key().as_bytes());
-            assert_eq!(&output.stdout[32..], b"SELECT count(*) FROM rows");
+            assert_eq!(&stdout[..32], bob().public_key().as_bytes());
+            assert_eq!(&stdout[32..], b"SELECT count(*) FROM rows");
         } else {
-            assert_eq!(output.stdout, expected, "{name}");
+            assert_eq!(stdout, expected, "{name}");
         }
     }
     let cases: [(&str, &[&str]); 5] = [
@@ -345,19 +338,10 @@ fn python_reader_decrypts_every_mode() {
         ),
     ];
     for (name, args) in cases {
-        let output = std::process::Command::new(&python)
-            .arg(&script)
-            .arg("decrypt")
-            .arg(data(name))
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        assert_eq!(output.stdout, payload, "{name}");
+        let path = data(name);
+        let mut all = vec!["decrypt".as_ref(), path.as_os_str()];
+        all.extend(args.iter().map(std::ffi::OsStr::new));
+        assert_eq!(reader(&all), payload, "{name}");
     }
 }
 

@@ -308,27 +308,14 @@ fn key_files_round_trip_through_the_filesystem_and_trusted_dirs_read_every_pub_f
     assert_eq!(trusted.len(), 1);
 }
 
+/// Runs the Python reference implementation (`tests/python/crypto/reader.py`) with `args`.
 fn python(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    let python = std::env::var("INTEROP_PYTHON").expect("INTEROP_PYTHON");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/crypto/reader.py");
-    std::process::Command::new(python)
-        .arg(script)
-        .args(args)
-        .output()
-        .unwrap()
+    test_support::python("crypto/reader.py", args)
 }
 
-/// Runs the Python reference with `args` and returns its stdout, or panics with its stderr if it
-/// failed.
-#[track_caller]
+/// As [`python`], for a run that must succeed: its stdout.
 fn python_ok(args: &[&std::ffi::OsStr]) -> Vec<u8> {
-    let output = python(args);
-    assert!(
-        output.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output.stdout
+    test_support::python_ok("crypto/reader.py", args)
 }
 
 /// The Python reference's arguments to verify the file at `path` against `pub_file`.

@@ -224,6 +224,22 @@ fn damage_tensor(bytes: &[u8], format: Format, name: &str, at: usize, bits: u8) 
     damaged
 }
 
+/// `damaged` (tensor `name` damaged, `original` its bytes before) fails to open under `AtOpen`
+/// (the trailer), and under `Trusted`, which means the caller verified the bytes, opens and hands
+/// the damage out, as documented.
+#[track_caller]
+fn assert_caught_at_open_and_handed_out_when_trusted(
+    damaged: &[u8],
+    format: Format,
+    name: &str,
+    original: &[u8],
+) {
+    let error = AlignedTensors::open(damaged, format, Integrity::AtOpen).unwrap_err();
+    assert_eq!(error.signal(), Signal::ChecksumMismatch);
+    let trusted = AlignedTensors::open(damaged, format, Integrity::Trusted).unwrap();
+    assert_ne!(trusted.tensor(name).unwrap().bytes(), original);
+}
+
 /// Under the default integrity, a damaged tensor fails when read while the others still read;
 /// opening fails only for damage before the payload.
 #[test]
@@ -248,14 +264,11 @@ fn per_tensor_integrity_catches_a_damaged_tensor_and_spares_the_rest() {
         Signal::ChecksumMismatch
     );
 
-    let error = AlignedTensors::open(&damaged[..], Format::Model, Integrity::AtOpen).unwrap_err();
-    assert_eq!(error.signal(), Signal::ChecksumMismatch);
-
-    // Trusted means the caller verified the bytes: the damage is handed out, as documented.
-    let trusted = AlignedTensors::open(&damaged[..], Format::Model, Integrity::Trusted).unwrap();
-    assert_ne!(
-        trusted.tensor("attn.q").unwrap().bytes(),
-        &samples[2].bytes[..]
+    assert_caught_at_open_and_handed_out_when_trusted(
+        &damaged,
+        Format::Model,
+        "attn.q",
+        &samples[2].bytes,
     );
 }
 
@@ -453,12 +466,11 @@ fn a_chunked_aligned_dataset_catches_damage_in_every_integrity_mode() {
         Signal::ChecksumMismatch
     );
     assert!(lazy.tensor("price").is_ok());
-    let error = AlignedTensors::open(&damaged[..], Format::Dataset, Integrity::AtOpen).unwrap_err();
-    assert_eq!(error.signal(), Signal::ChecksumMismatch);
-    let trusted = AlignedTensors::open(&damaged[..], Format::Dataset, Integrity::Trusted).unwrap();
-    assert_ne!(
-        trusted.tensor("quantity").unwrap().bytes(),
-        &samples[1].bytes[..]
+    assert_caught_at_open_and_handed_out_when_trusted(
+        &damaged,
+        Format::Dataset,
+        "quantity",
+        &samples[1].bytes,
     );
     // The metadata precedes the chunk index: its damage fails the lazy open.
     let metadata_at = envelope_core::HEADER_LEN;
