@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use DecryptionFailure::{Failed, Malformed, NotARecipient};
+use envelope_core::DecryptionFailure::{Failed, Malformed, NotARecipient};
 use envelope_core::{
     Compression, DecryptionFailure, Envelope, EnvelopeParts, Error, Format, Payload, Section,
     Signal,
@@ -202,6 +202,32 @@ fn one_chunk_of_a_streaming_file_decrypts_alone_and_chunks_cannot_be_swapped() {
     swapped[r1..r1 + len].copy_from_slice(&bytes[r0..r0 + len]);
     test_support::fix_crc32_trailer(&mut swapped);
     assert_decryption_failure(&swapped, DecryptionKey::Password(&password), Failed);
+}
+
+/// A segment size outside what readers accept is refused with the numbers (a typed `NotInRange`,
+/// `Usage` like every misuse).
+#[test]
+fn a_segment_size_out_of_range_is_refused_with_the_allowed_range() {
+    let payload = kat_payload();
+    let parts = plain_parts(Format::Dataset, &payload);
+    let alice = alice().public_key();
+    let options = EncryptOptions { segment_size: 512 };
+    let Err(error) = encrypt(
+        &parts,
+        EncryptTo::Recipient(&alice),
+        options,
+        &mut CountingRng(0),
+    ) else {
+        panic!("a 512-byte segment size was accepted");
+    };
+    assert!(
+        matches!(
+            error,
+            Error::NotInRange { what: "segment size", value: 512, min: 1024, max } if max == 16 << 20
+        ),
+        "{error}"
+    );
+    assert_eq!(error.signal(), Signal::Usage);
 }
 
 /// Argon2id asking for 64 GiB (the failing vector, built in `vectors::fail_vectors`) is refused

@@ -1,7 +1,7 @@
 //! Aligned files end to end: every element type and odd shapes through a memory map and through
 //! an unaligned in-memory buffer, integrity modes, corruption sweeps, chunked files, trueno.
 
-use envelope_core::{Envelope, EnvelopeParts, Format, Payload, Signal};
+use envelope_core::{Envelope, EnvelopeParts, Error, Format, Payload, Signal};
 use half::{bf16, f16};
 use zerocopy_trueno::{
     ALIGNMENT, AlignedTensors, BackendHint, DType, Integrity, MappedTensors, TensorIndex,
@@ -238,6 +238,21 @@ fn assert_caught_at_open_and_handed_out_when_trusted(
     assert_eq!(error.signal(), Signal::ChecksumMismatch);
     let trusted = AlignedTensors::open(damaged, format, Integrity::Trusted).unwrap();
     assert_ne!(trusted.tensor(name).unwrap().bytes(), original);
+}
+
+/// A position past the last tensor is a typed `OutOfRange` that says how many there are.
+#[test]
+fn a_tensor_position_past_the_end_names_the_count() {
+    let samples = model_samples();
+    let bytes = build(Format::Model, &samples, None);
+    let tensors = AlignedTensors::open(&bytes[..], Format::Model, Integrity::PerTensor).unwrap();
+    let count = samples.len() as u64;
+    let error = tensors.tensor_at(samples.len()).unwrap_err();
+    assert!(
+        matches!(error, Error::OutOfRange { what: "tensor", index, len } if index == count && len == count),
+        "{error}"
+    );
+    assert_eq!(error.signal(), Signal::Usage);
 }
 
 /// Under the default integrity, a damaged tensor fails when read while the others still read;
