@@ -1,8 +1,9 @@
 //! Test-only helpers shared by the workspace's test suites (a dev-dependency only): what an
 //! attacker does to a file so that the structural checks must catch the change (recompute the
 //! CRC32 trailer, forge a CRC-32C), two deterministic generators for test data (SplitMix64 for
-//! inputs, [`CountingRng`] where an API wants a `CryptoRng`), the interop tests' runner of the Python implementations
-//! ([`python_ok`]), and the table-driven helpers of the known-answer files ([`check_fail_vectors`], [`replay_corpus`], [`write_vectors`] and [`check_vectors`]).
+//! inputs, [`CountingRng`] where an API wants a `CryptoRng`), the interop tests' runner of the
+//! Python implementations ([`python_ok`]), and the table-driven helpers of the known-answer files
+//! ([`check_fail_vectors`], [`replay_corpus`], [`write_vectors`] and [`check_vectors`]).
 
 mod counting_rng;
 mod interop;
