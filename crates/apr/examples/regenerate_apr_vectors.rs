@@ -6,11 +6,6 @@
 //! Usage: `regenerate_apr_vectors PYTHON` (an interpreter with `gguf` installed, for example the one
 //! `.ci/setup-python` prints).
 
-#![allow(
-    clippy::print_stdout,
-    reason = "a maintenance tool reports what it wrote"
-)]
-
 #[path = "../tests/vectors/mod.rs"]
 #[allow(dead_code, reason = "shared with the tests, which use more of it")]
 mod vectors;
@@ -24,9 +19,15 @@ fn main() {
     let python = std::env::args_os()
         .nth(1)
         .expect("usage: regenerate_apr_vectors PYTHON (with the gguf package)");
-    std::fs::write(data_dir().join("golden_q4_0.apr"), golden_bytes()).unwrap();
+    let values = to_bytes(&test_values(0x5eed, 48));
+    test_support::write_vectors(
+        &data_dir(),
+        [
+            ("golden_q4_0.apr", golden_bytes()),
+            ("kat/values.f32", values),
+        ],
+    );
     let dir = data_dir().join("kat");
-    std::fs::write(dir.join("values.f32"), to_bytes(&test_values(0x5eed, 48))).unwrap();
     let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/apr/oracle.py");
     let status = Command::new(python)
         .arg(oracle)

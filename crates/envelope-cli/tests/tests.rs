@@ -68,14 +68,8 @@ fn info_json_reports_sections_and_flags() {
 /// an indexed file may name another signal, e.g. `Truncated` for a cut file, but refuses it too).
 #[test]
 fn every_failing_vector_exits_non_zero_naming_its_signal() {
-    let dir = data("");
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix("fail_") else {
-            continue;
-        };
-        let signal = rest.split('.').nth(1).unwrap();
+    for vector in test_support::fail_vectors(&data("")) {
+        let (name, path, signal) = (&vector.name, &vector.path, &vector.signal);
         let (binary, command) = if name.ends_with(".apr") {
             (APR, "inspect")
         } else {

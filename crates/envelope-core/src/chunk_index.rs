@@ -23,7 +23,7 @@
 //! `chunk_count` entries of five u64 and a u32: `stored_offset`, `stored_size`,
 //! `uncompressed_size`, `first_item`, `item_count`, `stored_crc32c`; then `prefix_crc32c u32`.
 
-use crate::codec::Reader;
+use crate::codec::{Reader, Writer};
 use crate::error::{FormatError, Result, Section};
 use crate::header::feed_with_appended_flags_cleared;
 
@@ -33,6 +33,20 @@ pub(crate) fn masked_prefix_crc32c(prefix: &[u8]) -> u32 {
     let mut crc = 0;
     feed_with_appended_flags_cleared(prefix, |piece| crc = crc32c::crc32c_append(crc, piece));
     crc
+}
+
+/// The first `(what, expected, found)` of `checks` whose two numbers differ, as `error` makes it.
+fn all_equal<const N: usize>(
+    checks: [(&'static str, u64, u64); N],
+    error: impl Fn(&'static str, u64, u64) -> FormatError,
+) -> Result<()> {
+    match checks
+        .into_iter()
+        .find(|(_, expected, found)| expected != found)
+    {
+        Some((what, expected, found)) => Err(error(what, expected, found).into()),
+        None => Ok(()),
+    }
 }
 
 /// Bytes before the first entry.
@@ -166,17 +180,14 @@ impl ChunkIndex {
                 ("stored_offset", index.payload_size, entry.stored_offset),
                 ("first_item", index.item_count, entry.first_item),
             ];
-            for (what, expected, found) in contiguity {
-                if expected != found {
-                    return Err(FormatError::ChunkNotContiguous {
-                        chunk,
-                        what,
-                        expected,
-                        found,
-                    }
-                    .into());
+            all_equal(contiguity, |what, expected, found| {
+                FormatError::ChunkNotContiguous {
+                    chunk,
+                    what,
+                    expected,
+                    found,
                 }
-            }
+            })?;
             index.push(entry)?;
         }
         index.prefix_crc32c = cursor.u32()?;
@@ -192,16 +203,11 @@ impl ChunkIndex {
                 index.uncompressed_size,
             ),
         ];
-        for (what, declared, found) in totals {
-            if declared != found {
-                return Err(FormatError::SizeMismatch {
-                    what,
-                    declared,
-                    found,
-                }
-                .into());
-            }
-        }
+        all_equal(totals, |what, declared, found| FormatError::SizeMismatch {
+            what,
+            declared,
+            found,
+        })?;
         Ok(index)
     }
 
@@ -217,22 +223,21 @@ impl ChunkIndex {
                 max: u64::from(u32::MAX),
             })?;
         let mut out = Vec::with_capacity(self.encoded_len());
-        out.extend_from_slice(&self.payload_size.to_le_bytes());
-        out.extend_from_slice(&self.uncompressed_size.to_le_bytes());
-        out.extend_from_slice(&count.to_le_bytes());
+        let mut writer = Writer::new(&mut out);
+        writer
+            .u64(self.payload_size)
+            .u64(self.uncompressed_size)
+            .u32(count);
         for entry in &self.entries {
-            for value in [
-                entry.stored_offset,
-                entry.stored_size,
-                entry.uncompressed_size,
-                entry.first_item,
-                entry.item_count,
-            ] {
-                out.extend_from_slice(&value.to_le_bytes());
-            }
-            out.extend_from_slice(&entry.stored_crc32c.to_le_bytes());
+            writer
+                .u64(entry.stored_offset)
+                .u64(entry.stored_size)
+                .u64(entry.uncompressed_size)
+                .u64(entry.first_item)
+                .u64(entry.item_count)
+                .u32(entry.stored_crc32c);
         }
-        out.extend_from_slice(&self.prefix_crc32c.to_le_bytes());
+        writer.u32(self.prefix_crc32c);
         Ok(out)
     }
 

@@ -6,121 +6,76 @@
 //! variant. The crates above (`envelope-crypto`, `envelope-sign`, `ald`, `apr`) report their
 //! failures through the same variants, so one signal vocabulary covers the whole family.
 
-use core::fmt;
-
 use crate::header::{Compression, Format, Version};
+use crate::macros::named_enum;
 
 /// Result alias used throughout the envelope crates.
 pub type Result<T, E = Error> = core::result::Result<T, E>;
 
-/// The Andon signals of the specifications (000 §5.0, 001 §5.1, 001 §6.2.9), plus two that are not
-/// about the file: `Io` (the operating system failed) and `Usage` (the caller asked for something
-/// this build or this API cannot do).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Signal {
-    /// Not a file of the expected format, or its structure is inconsistent.
-    InvalidFormat,
-    /// The CRC32 trailer does not match the bytes before it.
-    ChecksumMismatch,
-    /// A required signature is missing, made by an untrusted key, or does not verify.
-    SignatureInvalid,
-    /// The payload could not be decrypted (wrong key or password, or tampered ciphertext).
-    DecryptionFailed,
-    /// The file's format version is not one this reader supports.
-    UnsupportedVersion,
-    /// A dataset's schema differs from the one the caller expects.
-    SchemaMismatch,
-    /// A model's type differs from the one the caller expects.
-    ModelTypeMismatch,
-    /// The license block forbids loading now.
-    LicenseExpired,
-    /// The quantization type is unknown or not supported here.
-    UnsupportedQuantization,
-    /// Quantized data is inconsistent (sizes, scales, NaN where forbidden).
-    QuantizationCorrupt,
-    /// The operating system reported an I/O failure.
-    Io,
-    /// The request cannot be served by this build or this call (not a property of the file).
-    Usage,
-}
-
-impl Signal {
+named_enum! {
+    /// The Andon signals of the specifications (000 §5.0, 001 §5.1, 001 §6.2.9), plus two that are
+    /// not about the file: `Io` (the operating system failed) and `Usage` (the caller asked for
+    /// something this build or this API cannot do).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
+    pub enum Signal {
+        /// Not a file of the expected format, or its structure is inconsistent.
+        InvalidFormat => "InvalidFormat",
+        /// The CRC32 trailer does not match the bytes before it.
+        ChecksumMismatch => "ChecksumMismatch",
+        /// A required signature is missing, made by an untrusted key, or does not verify.
+        SignatureInvalid => "SignatureInvalid",
+        /// The payload could not be decrypted (wrong key or password, or tampered ciphertext).
+        DecryptionFailed => "DecryptionFailed",
+        /// The file's format version is not one this reader supports.
+        UnsupportedVersion => "UnsupportedVersion",
+        /// A dataset's schema differs from the one the caller expects.
+        SchemaMismatch => "SchemaMismatch",
+        /// A model's type differs from the one the caller expects.
+        ModelTypeMismatch => "ModelTypeMismatch",
+        /// The license block forbids loading now.
+        LicenseExpired => "LicenseExpired",
+        /// The quantization type is unknown or not supported here.
+        UnsupportedQuantization => "UnsupportedQuantization",
+        /// Quantized data is inconsistent (sizes, scales, NaN where forbidden).
+        QuantizationCorrupt => "QuantizationCorrupt",
+        /// The operating system reported an I/O failure.
+        Io => "Io",
+        /// The request cannot be served by this build or this call (not a property of the file).
+        Usage => "Usage",
+    }
     /// The signal's name as the specs spell it (`"ChecksumMismatch"`).
-    #[must_use]
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::InvalidFormat => "InvalidFormat",
-            Self::ChecksumMismatch => "ChecksumMismatch",
-            Self::SignatureInvalid => "SignatureInvalid",
-            Self::DecryptionFailed => "DecryptionFailed",
-            Self::UnsupportedVersion => "UnsupportedVersion",
-            Self::SchemaMismatch => "SchemaMismatch",
-            Self::ModelTypeMismatch => "ModelTypeMismatch",
-            Self::LicenseExpired => "LicenseExpired",
-            Self::UnsupportedQuantization => "UnsupportedQuantization",
-            Self::QuantizationCorrupt => "QuantizationCorrupt",
-            Self::Io => "Io",
-            Self::Usage => "Usage",
-        }
+    fn name;
+}
+
+named_enum! {
+    /// A region of an envelope file, used to say where a failure is.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
+    pub enum Section {
+        /// The fixed 32-byte header.
+        Header => "header",
+        /// The MessagePack metadata (dataset or model card).
+        Metadata => "metadata",
+        /// The Arrow IPC schema (`.ald` only).
+        Schema => "schema",
+        /// The aligned array / tensor index (TRUENO_NATIVE files).
+        TensorIndex => "tensor_index",
+        /// The chunk index (STREAMING files).
+        ChunkIndex => "chunk_index",
+        /// The encryption parameter block (ENCRYPTED files).
+        Encryption => "encryption",
+        /// The payload.
+        Payload => "payload",
+        /// The signature block (SIGNED files).
+        Signature => "signature",
+        /// The license block (LICENSED files).
+        License => "license",
+        /// The CRC32 trailer.
+        Checksum => "checksum",
     }
-}
-
-impl fmt::Display for Signal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A region of an envelope file, used to say where a failure is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Section {
-    /// The fixed 32-byte header.
-    Header,
-    /// The MessagePack metadata (dataset or model card).
-    Metadata,
-    /// The Arrow IPC schema (`.ald` only).
-    Schema,
-    /// The aligned array / tensor index (TRUENO_NATIVE files).
-    TensorIndex,
-    /// The chunk index (STREAMING files).
-    ChunkIndex,
-    /// The encryption parameter block (ENCRYPTED files).
-    Encryption,
-    /// The payload.
-    Payload,
-    /// The signature block (SIGNED files).
-    Signature,
-    /// The license block (LICENSED files).
-    License,
-    /// The CRC32 trailer.
-    Checksum,
-}
-
-impl Section {
     /// Lower-case name used in messages and JSON output.
-    #[must_use]
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Header => "header",
-            Self::Metadata => "metadata",
-            Self::Schema => "schema",
-            Self::TensorIndex => "tensor_index",
-            Self::ChunkIndex => "chunk_index",
-            Self::Encryption => "encryption",
-            Self::Payload => "payload",
-            Self::Signature => "signature",
-            Self::License => "license",
-            Self::Checksum => "checksum",
-        }
-    }
-}
-
-impl fmt::Display for Section {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
+    fn name;
 }
 
 /// Why a file's structure was refused (the `InvalidFormat` signal).
@@ -437,6 +392,61 @@ pub enum Error {
     /// The caller passed arguments that cannot work together.
     #[error("Usage: {0}")]
     InvalidArgument(&'static str),
+    /// A size or count the caller's data has does not fit where it must go: this platform's
+    /// memory, a field of fixed width, an algorithm's limit. (A section that does not fit its
+    /// header field is [`Error::SectionTooLarge`].)
+    #[error("Usage: {what} is {size}, at most {max} fits")]
+    TooLarge {
+        /// What does not fit (`"the file's length"`, `"tensors in the index"`).
+        what: &'static str,
+        /// Its size or count (`u64::MAX` when the sum that makes it overflows a `u64`).
+        size: u64,
+        /// The most that fits.
+        max: u64,
+    },
+    /// A number the caller chose is outside the range the format or its readers allow.
+    #[error("Usage: {what} is {value}, must be {min} to {max}")]
+    NotInRange {
+        /// Which number (`"segment size"`, `"recipients"`).
+        what: &'static str,
+        /// What was passed.
+        value: u64,
+        /// The smallest allowed.
+        min: u64,
+        /// The largest allowed.
+        max: u64,
+    },
+    /// A number the caller passed disagrees with the one it must match (a chunk's size against
+    /// its chunk index entry).
+    #[error("Usage: {what}: expected {expected}, got {found}")]
+    ArgumentMismatch {
+        /// Which number.
+        what: &'static str,
+        /// What it must be.
+        expected: u64,
+        /// What was passed.
+        found: u64,
+    },
+    /// The caller asked for a position past the end (a tensor, a chunk, an element).
+    #[error("Usage: {what} {index} is out of range: there are {len}")]
+    OutOfRange {
+        /// What the position counts (`"tensor"`, `"chunk"`).
+        what: &'static str,
+        /// The position asked for.
+        index: u64,
+        /// How many there are.
+        len: u64,
+    },
+    /// Text or bytes the caller passed (a public key, a key file line) do not decode; the
+    /// decoder's own error is kept as the source.
+    #[error("Usage: {what}: {source}")]
+    Decoding {
+        /// What was being decoded.
+        what: &'static str,
+        /// Why the decoder refused it.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A tensor cannot be written in another format as it is (001 §6.2.9 `ExportFailed`).
     #[error("Usage: ExportFailed: tensor {tensor:?} cannot be written as {target}: {reason}")]
     ExportFailed {
@@ -486,6 +496,11 @@ impl Error {
             Self::SectionTooLarge { .. }
             | Self::FeatureDisabled { .. }
             | Self::InvalidArgument(_)
+            | Self::TooLarge { .. }
+            | Self::NotInRange { .. }
+            | Self::ArgumentMismatch { .. }
+            | Self::OutOfRange { .. }
+            | Self::Decoding { .. }
             | Self::NoSuchItem { .. }
             | Self::WrongType { .. }
             | Self::ExportFailed { .. }
@@ -501,6 +516,19 @@ impl Error {
     #[must_use]
     pub fn from_reader(error: std::io::Error) -> Self {
         error.downcast::<Self>().unwrap_or_else(Self::Io)
+    }
+
+    /// `value` as a `usize`, or [`Error::TooLarge`] naming `what` when this platform cannot
+    /// address that many bytes (a file over 4 GiB on a 32-bit target).
+    ///
+    /// # Errors
+    /// `TooLarge` (`Usage`) as above.
+    pub fn fit_in_memory(what: &'static str, value: u64) -> Result<usize> {
+        usize::try_from(value).map_err(|_| Self::TooLarge {
+            what,
+            size: value,
+            max: usize::MAX as u64,
+        })
     }
 
     /// Shorthand for an [`FormatError::Truncated`] error.
@@ -539,10 +567,68 @@ mod tests {
             },
             Error::UnsupportedQuantization { type_id: 9 },
             Error::InvalidArgument("x"),
+            Error::TooLarge {
+                what: "x",
+                size: 2,
+                max: 1,
+            },
+            Error::ArgumentMismatch {
+                what: "x",
+                expected: 1,
+                found: 2,
+            },
+            Error::OutOfRange {
+                what: "x",
+                index: 2,
+                len: 1,
+            },
+            Error::Decoding {
+                what: "x",
+                source: "y".into(),
+            },
         ];
         for error in errors {
             let message = error.to_string();
             assert!(message.starts_with(error.signal().name()), "{message}");
         }
+    }
+
+    /// The typed variants that replaced `InvalidArgument` where a failure has numbers or a cause
+    /// keep its signal (the CLIs' exit codes and `--json` codes depend on it).
+    #[test]
+    fn typed_argument_errors_keep_the_usage_signal() {
+        let errors = [
+            Error::TooLarge {
+                what: "the file's length",
+                size: 5,
+                max: 4,
+            },
+            Error::NotInRange {
+                what: "recipients",
+                value: 0,
+                min: 1,
+                max: 1024,
+            },
+            Error::ArgumentMismatch {
+                what: "chunk 0's stored size",
+                expected: 1,
+                found: 2,
+            },
+            Error::OutOfRange {
+                what: "tensor",
+                index: 3,
+                len: 3,
+            },
+        ];
+        for error in errors {
+            assert_eq!(error.signal(), Signal::Usage, "{error}");
+        }
+        let message = Error::TooLarge {
+            what: "the file's length",
+            size: 5,
+            max: 4,
+        }
+        .to_string();
+        assert_eq!(message, "Usage: the file's length is 5, at most 4 fits");
     }
 }

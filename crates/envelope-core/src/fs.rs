@@ -79,9 +79,7 @@ pub fn inspect(path: impl AsRef<Path>) -> Result<(Layout, Option<ChunkIndex>)> {
 /// core's cache: the bytes cross main memory once (the read's copy) instead of twice.
 fn read_with_crc(path: &Path) -> Result<(Vec<u8>, u32)> {
     let mut file = File::open(path)?;
-    let len = usize::try_from(file.metadata()?.len()).map_err(|_| {
-        Error::InvalidArgument("the file is larger than this platform's memory can hold")
-    })?;
+    let len = Error::fit_in_memory("the file's length", file.metadata()?.len())?;
     let mut bytes = vec![0u8; len];
     let (checked, trailer) = bytes.split_at_mut(len.saturating_sub(CHECKSUM_LEN));
     let mut hasher = crc32fast::Hasher::new();

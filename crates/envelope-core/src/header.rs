@@ -9,6 +9,7 @@ use core::fmt;
 
 use crate::codec::{Reader, Writer};
 use crate::error::{Error, FormatError, Result, Section};
+use crate::macros::named_enum;
 
 /// Size of the fixed header in bytes.
 pub const HEADER_LEN: usize = 32;
@@ -109,18 +110,22 @@ impl fmt::Display for Version {
     }
 }
 
-/// Payload compression (000 §3.3, 001 §6.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum Compression {
-    /// Stored as is.
-    None = 0x00,
-    /// One zstd frame, written at level 3.
-    ZstdL3 = 0x01,
-    /// One zstd frame, written at level 19.
-    ZstdL19 = 0x02,
-    /// LZ4 frame format.
-    Lz4 = 0x03,
+named_enum! {
+    /// Payload compression (000 §3.3, 001 §6.1).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[repr(u8)]
+    pub enum Compression {
+        /// Stored as is.
+        None = 0x00 => "none",
+        /// One zstd frame, written at level 3.
+        ZstdL3 = 0x01 => "zstd-l3",
+        /// One zstd frame, written at level 19.
+        ZstdL19 = 0x02 => "zstd-l19",
+        /// LZ4 frame format.
+        Lz4 = 0x03 => "lz4",
+    }
+    /// The name used by the CLIs (`none`, `zstd-l3`, `zstd-l19`, `lz4`).
+    fn name;
 }
 
 impl Compression {
@@ -142,23 +147,6 @@ impl Compression {
     #[must_use]
     pub const fn id(self) -> u8 {
         self as u8
-    }
-
-    /// The name used by the CLIs (`none`, `zstd-l3`, `zstd-l19`, `lz4`).
-    #[must_use]
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::None => "none",
-            Self::ZstdL3 => "zstd-l3",
-            Self::ZstdL19 => "zstd-l19",
-            Self::Lz4 => "lz4",
-        }
-    }
-}
-
-impl fmt::Display for Compression {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 
@@ -223,30 +211,6 @@ impl Flags {
         Ok(Self(bits))
     }
 
-    /// The raw byte.
-    #[must_use]
-    pub const fn bits(self) -> u8 {
-        self.0
-    }
-
-    /// Whether every bit of `other` is set.
-    #[must_use]
-    pub const fn contains(self, other: Self) -> bool {
-        self.0 & other.0 == other.0
-    }
-
-    /// These flags with `other`'s bits also set.
-    #[must_use]
-    pub const fn with(self, other: Self) -> Self {
-        Self(self.0 | other.0)
-    }
-
-    /// These flags with `other`'s bits cleared.
-    #[must_use]
-    pub const fn without(self, other: Self) -> Self {
-        Self(self.0 & !other.0)
-    }
-
     /// The names of the set flags, in bit order, as the specs spell them.
     #[must_use]
     pub fn names(self) -> Vec<&'static str> {
@@ -266,6 +230,8 @@ impl Flags {
             .collect()
     }
 }
+
+crate::flag_byte_ops!(Flags);
 
 /// A size field of the header: an exact value, or the large-file sentinel that defers to the
 /// chunk index's u64 totals.

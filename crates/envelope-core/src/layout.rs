@@ -153,11 +153,15 @@ impl ByteSource for &[u8] {
     }
 
     fn crc32_of_prefix(&mut self, len: u64) -> Result<u32> {
-        let len =
-            usize::try_from(len).map_err(|_| Error::InvalidArgument("prefix beyond the slice"))?;
-        let prefix = self
-            .get(..len)
-            .ok_or(Error::InvalidArgument("prefix beyond the slice"))?;
+        let too_long = || Error::TooLarge {
+            what: "the prefix to check",
+            size: len,
+            max: ByteSource::len(self),
+        };
+        let prefix = usize::try_from(len)
+            .ok()
+            .and_then(|len| self.get(..len))
+            .ok_or_else(too_long)?;
         Ok(crc32fast::hash(prefix))
     }
 }
@@ -260,8 +264,10 @@ pub(crate) fn walk_lazy(
             index.len,
         ));
     }
-    let field = usize::try_from(index.end() - crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN as u64)
-        .map_err(|_| Error::InvalidArgument("index beyond memory"))?;
+    let field = Error::fit_in_memory(
+        "the bytes before the chunk index's prefix_crc32c",
+        index.end() - crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN as u64,
+    )?;
     let stored = Reader::new(&bytes[field..]).u32().unwrap_or_default();
     let computed = masked_prefix_crc32c(&bytes[..field]);
     if stored != computed {
@@ -314,12 +320,11 @@ fn walk_sections(
             let index = ChunkIndex::parse(&walker.read_body(span)?)?;
             if check_prefix {
                 let field = span.end() - crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN as u64;
-                let mut prefix = vec![
-                    0u8;
-                    usize::try_from(field).map_err(|_| Error::InvalidArgument(
-                        "chunk index beyond memory"
-                    ))?
-                ];
+                let len = Error::fit_in_memory(
+                    "the bytes before the chunk index's prefix_crc32c",
+                    field,
+                )?;
+                let mut prefix = vec![0u8; len];
                 walker.source.read_exact_at(0, &mut prefix)?;
                 let computed = masked_prefix_crc32c(&prefix);
                 if computed != index.prefix_crc32c() {
@@ -368,11 +373,8 @@ fn walk_sections(
 /// a structural fault, `SizeMismatch`).
 fn check_prefix_crc(source: &mut impl ByteSource, span: Span, what: &'static str) -> Result<()> {
     let field = span.end() - crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN as u64;
-    let mut prefix = vec![
-        0u8;
-        usize::try_from(span.end())
-            .map_err(|_| Error::InvalidArgument("index beyond memory"))?
-    ];
+    let len = Error::fit_in_memory("the bytes up to the end of the index", span.end())?;
+    let mut prefix = vec![0u8; len];
     source.read_exact_at(0, &mut prefix)?;
     let (covered, stored) =
         prefix.split_at(prefix.len() - crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN);

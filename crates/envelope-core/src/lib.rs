@@ -34,6 +34,8 @@
 //! With `--no-default-features` the crate builds for `wasm32-unknown-unknown` and reads and writes
 //! uncompressed files from memory.
 
+mod macros;
+
 mod chunk_index;
 pub mod codec;
 pub mod compression;

@@ -196,9 +196,11 @@ impl EnvelopeParts<'_> {
             }
             Payload::Chunked { index, stored } => {
                 if stored.len() as u64 != index.payload_size() {
-                    return Err(Error::InvalidArgument(
-                        "chunked payload bytes differ from the chunk index total",
-                    ));
+                    return Err(Error::ArgumentMismatch {
+                        what: "chunked payload bytes against the chunk index's payload_size",
+                        expected: index.payload_size(),
+                        found: stored.len() as u64,
+                    });
                 }
                 (index.payload_size(), index.uncompressed_size(), Some(index))
             }
@@ -441,9 +443,7 @@ impl EnvelopeParts<'_> {
     /// # Errors
     /// As [`EnvelopeParts::header`].
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let len = usize::try_from(self.encoded_len()?).map_err(|_| {
-            Error::InvalidArgument("the file is larger than this platform's memory can hold")
-        })?;
+        let len = Error::fit_in_memory("the file's length", self.encoded_len()?)?;
         let mut out = Vec::with_capacity(len);
         self.write_to(&mut out)?;
         Ok(out)
@@ -537,18 +537,29 @@ impl<W: Write> ChunkedWriter<W> {
             .index
             .entries()
             .get(self.next_chunk)
-            .ok_or(Error::InvalidArgument(
-                "more chunks written than the index lists",
-            ))?;
+            .ok_or(Error::OutOfRange {
+                what: "chunk (more written than the index lists)",
+                index: self.next_chunk as u64,
+                len: self.index.len() as u64,
+            })?;
         if stored.len() as u64 != entry.stored_size {
-            return Err(Error::InvalidArgument(
-                "a chunk's size differs from its chunk index entry",
-            ));
+            return Err(Error::ArgumentMismatch {
+                what: "a chunk's size against its chunk index entry",
+                expected: entry.stored_size,
+                found: stored.len() as u64,
+            });
         }
-        if !self.encrypted && crc32c::crc32c(stored) != entry.stored_crc32c {
-            return Err(Error::InvalidArgument(
-                "a chunk's CRC-32C differs from its chunk index entry",
-            ));
+        let crc = if self.encrypted {
+            entry.stored_crc32c
+        } else {
+            crc32c::crc32c(stored)
+        };
+        if crc != entry.stored_crc32c {
+            return Err(Error::ArgumentMismatch {
+                what: "a chunk's CRC-32C against its chunk index entry",
+                expected: entry.stored_crc32c.into(),
+                found: crc.into(),
+            });
         }
         self.out.write_all(stored)?;
         self.next_chunk += 1;
@@ -561,9 +572,11 @@ impl<W: Write> ChunkedWriter<W> {
     /// `Usage` if fewer chunks were written than the index lists; `Io` from the output.
     pub fn finish(mut self) -> Result<W> {
         if self.next_chunk != self.index.len() {
-            return Err(Error::InvalidArgument(
-                "fewer chunks written than the index lists",
-            ));
+            return Err(Error::ArgumentMismatch {
+                what: "chunks written against the chunk index's count",
+                expected: self.index.len() as u64,
+                found: self.next_chunk as u64,
+            });
         }
         self.out.write_all(&self.trailer)?;
         let checksum = self.out.hasher.finalize();

@@ -5,9 +5,8 @@ mod fuzz_checks;
 mod vectors;
 
 use std::borrow::Cow;
-use std::path::Path;
 
-use vectors::{KNOWN_ANSWER_SAMPLES, data_dir, samples};
+use vectors::{checked_in, data_dir, samples};
 
 use envelope_core::{
     ChunkIndex, Compression, Envelope, EnvelopeParts, Error, Format, FormatError, Payload, Section,
@@ -262,54 +261,24 @@ fn documented_worked_example_is_what_the_writer_produces() {
 /// Regenerate (after a deliberate format change) with `cargo xtask regenerate envelope-core`.
 #[test]
 fn writer_output_matches_the_checked_in_known_answer_files() {
-    for sample in samples().into_iter().take(KNOWN_ANSWER_SAMPLES) {
-        let path = data_dir().join(sample.name);
-        let expected = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        assert_eq!(sample.bytes, expected, "{} changed", sample.name);
-    }
+    test_support::check_vectors(&data_dir(), checked_in());
 }
 
 /// Every file under `tests/data` whose name starts with `fail_` is refused with the signal its
 /// name ends with (`fail_<what>.<Signal>.<ext>`).
 #[test]
 fn failing_vectors_are_refused_with_their_named_signal() {
-    let mut seen = 0;
-    for entry in std::fs::read_dir(data_dir()).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix("fail_") else {
-            continue;
-        };
-        let signal = rest.split('.').nth(1).unwrap();
-        let bytes = std::fs::read(&path).unwrap();
-        let error = Envelope::parse_any(&bytes[..]).expect_err(&name);
-        assert_eq!(error.signal().name(), signal, "{name}: {error}");
-        seen += 1;
-    }
-    assert!(seen >= 5, "the failing vectors are present");
+    // As many as tests/data/make_failing_vectors.py writes.
+    test_support::check_fail_vectors(&data_dir(), 13, |vector| {
+        Envelope::parse_any(&vector.bytes[..]).expect_err(&vector.name)
+    });
 }
 
-fn replay(target: &str, check: fn(&[u8])) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fuzz/corpus")
-        .join(target);
-    let mut count = 0;
-    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-        let path = entry.unwrap().path();
-        check(&std::fs::read(&path).unwrap());
-        count += 1;
-    }
-    assert!(count > 0, "empty corpus at {}", dir.display());
-}
-
+/// The fuzz corpora of the header parser and the whole reader replay without a panic.
 #[test]
-fn fuzz_corpus_parse_header_replays_clean() {
-    replay("parse_header", fuzz_checks::parse_header);
-}
-
-#[test]
-fn fuzz_corpus_envelope_reader_replays_clean() {
-    replay("envelope_reader", fuzz_checks::envelope_reader);
+fn fuzz_corpora_replay_clean() {
+    test_support::replay_corpus("parse_header", fuzz_checks::parse_header);
+    test_support::replay_corpus("envelope_reader", fuzz_checks::envelope_reader);
 }
 
 /// `parse_lazy` agrees with `parse` on every sample: same layout, same decoded payload.

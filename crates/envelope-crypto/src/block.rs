@@ -200,9 +200,12 @@ impl EncryptionBlock {
                 let count = u16::try_from(entries.len())
                     .ok()
                     .filter(|count| (1..=MAX_RECIPIENTS).contains(count))
-                    .ok_or(Error::InvalidArgument(
-                        "multi-recipient encryption needs 1 to 1024 recipients",
-                    ))?;
+                    .ok_or(Error::NotInRange {
+                        what: "recipients of multi-recipient encryption",
+                        value: entries.len() as u64,
+                        min: 1,
+                        max: MAX_RECIPIENTS.into(),
+                    })?;
                 writer.u16(count);
                 for entry in entries {
                     writer

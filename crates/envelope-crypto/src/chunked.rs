@@ -52,9 +52,7 @@ pub struct ChunkEncryptor {
 
 impl core::fmt::Debug for ChunkEncryptor {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("ChunkEncryptor")
-            .field("segment_size", &self.segment_size)
-            .finish_non_exhaustive()
+        debug_without_key(f, "ChunkEncryptor", self.segment_size)
     }
 }
 
@@ -127,9 +125,7 @@ pub struct ChunkSealer {
 
 impl core::fmt::Debug for ChunkSealer {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("ChunkSealer")
-            .field("segment_size", &self.segment_size)
-            .finish_non_exhaustive()
+        debug_without_key(f, "ChunkSealer", self.segment_size)
     }
 }
 
@@ -141,11 +137,10 @@ impl ChunkSealer {
     /// # Errors
     /// `Usage` if the ciphertext does not fit this platform's memory.
     pub fn seal(&self, chunk: u32, stored: &[u8]) -> Result<Vec<u8>> {
-        let len = ciphertext_len(stored.len() as u64, self.segment_size)
-            .and_then(|len| usize::try_from(len).ok())
-            .ok_or(Error::InvalidArgument(
-                "the encrypted chunk is larger than this platform's memory",
-            ))?;
+        let len = ciphertext_len(stored.len() as u64, self.segment_size).ok_or(
+            Error::InvalidArgument("the encrypted chunk would overflow a u64"),
+        )?;
+        let len = Error::fit_in_memory("an encrypted chunk's length", len)?;
         let mut out = vec![0u8; len];
         Stream {
             cipher: &self.cipher,
@@ -156,4 +151,16 @@ impl ChunkSealer {
         .seal_into(stored, &mut out)?;
         Ok(out)
     }
+}
+
+/// The `Debug` of both chunk-sealing types: the segment size only, never the key (or the cipher
+/// holding it).
+fn debug_without_key(
+    f: &mut core::fmt::Formatter<'_>,
+    name: &str,
+    segment_size: u32,
+) -> core::fmt::Result {
+    f.debug_struct(name)
+        .field("segment_size", &segment_size)
+        .finish_non_exhaustive()
 }

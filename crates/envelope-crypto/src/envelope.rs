@@ -115,12 +115,13 @@ fn into_owned(parts: EnvelopeParts<'_>) -> EnvelopeParts<'static> {
     }
 }
 
+/// A ciphertext length that overflows a `u64` (unreachable for a plaintext in memory).
 fn too_large() -> Error {
-    Error::InvalidArgument("the encrypted payload would be larger than this platform's memory")
+    Error::InvalidArgument("the encrypted payload's length would overflow a u64")
 }
 
 fn to_usize(value: u64) -> Result<usize> {
-    usize::try_from(value).map_err(|_| too_large())
+    Error::fit_in_memory("the encrypted payload's bytes", value)
 }
 
 /// Encrypts the payload of `parts` (which must not be encrypted yet) for `to`.
@@ -230,9 +231,11 @@ pub fn encrypt(
         }
     };
     for ((plain, out), chunk) in pieces.into_iter().zip(0u32..) {
-        let source = plaintext
-            .get(plain)
-            .ok_or(Error::InvalidArgument("chunk index beyond the payload"))?;
+        let source = plaintext.get(plain.clone()).ok_or(Error::TooLarge {
+            what: "the end of a chunk of the index against the payload's length",
+            size: plain.end as u64,
+            max: plaintext.len() as u64,
+        })?;
         Stream {
             cipher: &cipher,
             aad: &aad,
@@ -318,7 +321,7 @@ pub fn encrypt_stream(
         Ok(())
     };
     emit(&prefix, &mut crc)?;
-    let segment = usize::try_from(segment_size).map_err(|_| too_large())?;
+    let segment = to_usize(segment_size.into())?;
     let count = plaintext_len.div_ceil(u64::from(segment_size)).max(1);
     let mut buffer = zeroize::Zeroizing::new(vec![0u8; segment]);
     let mut remaining = plaintext_len;
@@ -350,9 +353,12 @@ pub fn encrypt_stream(
 /// The segment size of `options`, if within the limits readers enforce.
 pub(crate) fn checked_segment_size(options: EncryptOptions) -> Result<u32> {
     if !(MIN_SEGMENT_SIZE..=MAX_SEGMENT_SIZE).contains(&options.segment_size) {
-        return Err(Error::InvalidArgument(
-            "segment size must be between 1 KiB and 16 MiB",
-        ));
+        return Err(Error::NotInRange {
+            what: "segment size",
+            value: options.segment_size.into(),
+            min: MIN_SEGMENT_SIZE.into(),
+            max: MAX_SEGMENT_SIZE.into(),
+        });
     }
     Ok(options.segment_size)
 }
@@ -385,9 +391,12 @@ pub(crate) fn key_source(
         }
         EncryptTo::Recipients(recipients) => {
             if recipients.is_empty() || recipients.len() > usize::from(crate::MAX_RECIPIENTS) {
-                return Err(Error::InvalidArgument(
-                    "multi-recipient encryption needs 1 to 1024 recipients",
-                ));
+                return Err(Error::NotInRange {
+                    what: "recipients of multi-recipient encryption",
+                    value: recipients.len() as u64,
+                    min: 1,
+                    max: crate::MAX_RECIPIENTS.into(),
+                });
             }
             let content = SymmetricKey::random(rng);
             let mut entries = Vec::with_capacity(recipients.len());
@@ -552,7 +561,11 @@ impl<'e, B: AsRef<[u8]>> Decryptor<'e, B> {
     /// failure.
     pub fn stored_chunk(&self, chunk: usize) -> Result<Vec<u8>> {
         let sealed = self.envelope.chunk(chunk)?;
-        let ordinal = u32::try_from(chunk).map_err(|_| Error::InvalidArgument("chunk ordinal"))?;
+        let ordinal = u32::try_from(chunk).map_err(|_| Error::TooLarge {
+            what: "a chunk's ordinal",
+            size: chunk as u64,
+            max: u32::MAX.into(),
+        })?;
         self.stream(ordinal).open(sealed)
     }
 

@@ -236,10 +236,17 @@ impl RecipientPublicKey {
     /// `Usage` if the text is not base64 of exactly 32 bytes.
     pub fn from_base64(text: &str) -> Result<Self> {
         let mut out = [0u8; KEY_LEN];
-        let decoded = Base64::decode(text.trim(), &mut out)
-            .map_err(|_| Error::InvalidArgument("not base64 of a 32-byte public key"))?;
+        // A public key is not a secret: the decoder's reason is kept for the caller.
+        let decoded = Base64::decode(text.trim(), &mut out).map_err(|source| Error::Decoding {
+            what: "an X25519 public key (base64 of 32 bytes)",
+            source: source.into(),
+        })?;
         if decoded.len() != KEY_LEN {
-            return Err(Error::InvalidArgument("not base64 of a 32-byte public key"));
+            return Err(Error::ArgumentMismatch {
+                what: "bytes of a base64 X25519 public key",
+                expected: KEY_LEN as u64,
+                found: decoded.len() as u64,
+            });
         }
         Ok(Self(out))
     }

@@ -118,14 +118,10 @@ pub fn open_request(
 }
 
 #[cfg(test)]
-#[path = "../tests/common/counting_rng.rs"]
-mod counting_rng;
-
-#[cfg(test)]
 mod tests {
     use super::*;
 
-    use super::counting_rng::CountingRng;
+    use test_support::CountingRng;
 
     #[test]
     fn request_and_response_round_trip_and_tampering_fails() {

@@ -10,6 +10,8 @@
 
 use aes_gcm::aead::AeadInPlace;
 use aes_gcm::{Aes256Gcm, Nonce, Tag};
+use core::ops::Range;
+
 use envelope_core::{DecryptionFailure, Error, Result};
 
 /// Bytes of an AES-GCM tag.
@@ -82,57 +84,41 @@ impl Stream<'_> {
     pub(crate) fn seal_into(&self, plaintext: &[u8], out: &mut [u8]) -> Result<()> {
         let expected = ciphertext_len(plaintext.len() as u64, self.segment_size);
         if expected != Some(out.len() as u64) {
-            return Err(Error::InvalidArgument(
-                "STREAM output buffer has the wrong size",
-            ));
+            return Err(Error::ArgumentMismatch {
+                what: "STREAM output buffer length",
+                expected: expected.unwrap_or(u64::MAX),
+                found: out.len() as u64,
+            });
         }
         let count = plaintext.len().div_ceil(self.segment()).max(1);
         if count as u64 > MAX_COUNTER + 1 {
-            return Err(Error::InvalidArgument("payload too large for one STREAM"));
-        }
-        #[cfg(all(feature = "parallel", not(target_arch = "wasm32")))]
-        if plaintext.len() >= PARALLEL_MIN {
-            let half = count / 2;
-            let (first, second) = out.split_at_mut(half * (self.segment() + TAG_LEN));
-            return std::thread::scope(|scope| {
-                let other =
-                    scope.spawn(|| self.seal_segments(plaintext, second, half..count, count));
-                let mine = self.seal_segments(plaintext, first, 0..half, count);
-                let other = other
-                    .join()
-                    .map_err(|_| Error::InvalidArgument("a sealing thread panicked"))?;
-                mine.and(other)
+            return Err(Error::TooLarge {
+                what: "segments of one STREAM",
+                size: count as u64,
+                max: MAX_COUNTER + 1,
             });
         }
-        self.seal_segments(plaintext, out, 0..count, count)
-    }
-
-    /// Seals segments `range` of the stream of `count` segments over `plaintext` into `out`,
-    /// which holds exactly those sealed segments.
-    fn seal_segments(
-        &self,
-        plaintext: &[u8],
-        out: &mut [u8],
-        range: std::ops::Range<usize>,
-        count: usize,
-    ) -> Result<()> {
         let segment = self.segment();
-        let mut rest = out;
-        for index in range {
-            let start = (index * segment).min(plaintext.len());
-            let piece = &plaintext[start..(start + segment).min(plaintext.len())];
-            let (slot, tail) = rest.split_at_mut(piece.len() + TAG_LEN);
-            rest = tail;
-            let (body, tag_slot) = slot.split_at_mut(piece.len());
-            body.copy_from_slice(piece);
-            let nonce = nonce(self.chunk, index as u64, index + 1 == count);
-            let tag = self
-                .cipher
-                .encrypt_in_place_detached(Nonce::from_slice(&nonce), self.aad, body)
-                .map_err(|_| Error::InvalidArgument("AES-GCM refused a segment"))?;
-            tag_slot.copy_from_slice(&tag);
-        }
-        Ok(())
+        let seal = |out: &mut [u8], range: Range<usize>| -> Result<()> {
+            let mut rest = out;
+            for index in range {
+                let start = (index * segment).min(plaintext.len());
+                let piece = &plaintext[start..(start + segment).min(plaintext.len())];
+                let (slot, tail) = rest.split_at_mut(piece.len() + TAG_LEN);
+                rest = tail;
+                let (body, tag_slot) = slot.split_at_mut(piece.len());
+                body.copy_from_slice(piece);
+                let nonce = nonce(self.chunk, index as u64, index + 1 == count);
+                let tag = self
+                    .cipher
+                    .encrypt_in_place_detached(Nonce::from_slice(&nonce), self.aad, body)
+                    .map_err(|_| Error::InvalidArgument("AES-GCM refused a segment"))?;
+                tag_slot.copy_from_slice(&tag);
+            }
+            Ok(())
+        };
+        let (first, second) = in_halves(out, count, segment + TAG_LEN, seal);
+        first.and(second.ok_or(Error::InvalidArgument("a sealing thread panicked"))?)
     }
 
     /// Decrypts a whole stream, each segment in place in the output (one copy of the bytes); on
@@ -146,60 +132,36 @@ impl Stream<'_> {
         let mut out = vec![0u8; usize::try_from(plain).map_err(|_| failed())?];
         let sealed = self.segment() + TAG_LEN;
         let count = ciphertext.len().div_ceil(sealed).max(1);
-        #[cfg(all(feature = "parallel", not(target_arch = "wasm32")))]
-        let opened = if out.len() >= PARALLEL_MIN {
-            let half = count / 2;
-            let (first, second) = out.split_at_mut(half * self.segment());
-            std::thread::scope(|scope| {
-                let other =
-                    scope.spawn(|| self.open_segments(ciphertext, second, half..count, count));
-                let mine = self.open_segments(ciphertext, first, 0..half, count);
-                let other = other.join().unwrap_or(false);
-                mine && other
-            })
-        } else {
-            self.open_segments(ciphertext, &mut out, 0..count, count)
+        // Whether every segment of `range` authenticated.
+        let open = |out: &mut [u8], range: Range<usize>| -> bool {
+            let mut rest = out;
+            for index in range {
+                let start = index * sealed;
+                let slot = &ciphertext[start..(start + sealed).min(ciphertext.len())];
+                let (body, tag) = slot.split_at(slot.len() - TAG_LEN);
+                let (target, tail) = rest.split_at_mut(body.len());
+                rest = tail;
+                target.copy_from_slice(body);
+                let nonce = nonce(self.chunk, index as u64, index + 1 == count);
+                let opened = self.cipher.decrypt_in_place_detached(
+                    Nonce::from_slice(&nonce),
+                    self.aad,
+                    target,
+                    Tag::from_slice(tag),
+                );
+                if opened.is_err() {
+                    return false;
+                }
+            }
+            true
         };
-        #[cfg(not(all(feature = "parallel", not(target_arch = "wasm32"))))]
-        let opened = self.open_segments(ciphertext, &mut out, 0..count, count);
-        if !opened {
+        let (first, second) = in_halves(&mut out, count, self.segment(), open);
+        if !(first && second.unwrap_or(false)) {
             // Nothing of a stream that failed anywhere is handed out.
             zeroize::Zeroize::zeroize(&mut out);
             return Err(failed());
         }
         Ok(out)
-    }
-
-    /// Opens segments `range` of the stream of `count` segments into `out`, which holds exactly
-    /// their plaintext. Returns whether every segment authenticated.
-    fn open_segments(
-        &self,
-        ciphertext: &[u8],
-        out: &mut [u8],
-        range: std::ops::Range<usize>,
-        count: usize,
-    ) -> bool {
-        let sealed = self.segment() + TAG_LEN;
-        let mut rest = out;
-        for index in range {
-            let start = index * sealed;
-            let slot = &ciphertext[start..(start + sealed).min(ciphertext.len())];
-            let (body, tag) = slot.split_at(slot.len() - TAG_LEN);
-            let (target, tail) = rest.split_at_mut(body.len());
-            rest = tail;
-            target.copy_from_slice(body);
-            let nonce = nonce(self.chunk, index as u64, index + 1 == count);
-            let opened = self.cipher.decrypt_in_place_detached(
-                Nonce::from_slice(&nonce),
-                self.aad,
-                target,
-                Tag::from_slice(tag),
-            );
-            if opened.is_err() {
-                return false;
-            }
-        }
-        true
     }
 
     /// Decrypts segment by segment, handing each authenticated plaintext segment to `sink` in
@@ -235,11 +197,49 @@ impl Stream<'_> {
     }
 }
 
+/// Runs `work` over the segments `0..count` of a stream whose output `out` holds `per_segment`
+/// bytes per segment (the last may hold fewer). Segments are independent, so with the `parallel`
+/// feature (native only) an output of at least `PARALLEL_MIN` bytes is filled on two threads, each
+/// with its own half; the bytes are the same either way. Returns the first half's result and the
+/// second's, `None` if its thread panicked (on one thread, the second half is the empty range).
+fn in_halves<R: Send>(
+    out: &mut [u8],
+    count: usize,
+    per_segment: usize,
+    work: impl Fn(&mut [u8], Range<usize>) -> R + Sync,
+) -> (R, Option<R>) {
+    #[cfg(all(feature = "parallel", not(target_arch = "wasm32")))]
+    if out.len() >= PARALLEL_MIN {
+        let half = count / 2;
+        let (first, second) = out.split_at_mut(half * per_segment);
+        return std::thread::scope(|scope| {
+            let other = scope.spawn(|| work(second, half..count));
+            (work(first, 0..half), other.join().ok())
+        });
+    }
+    // Only the two-thread path splits by it.
+    #[cfg(not(all(feature = "parallel", not(target_arch = "wasm32"))))]
+    let _ = per_segment;
+    let end = out.len();
+    let (all, none) = out.split_at_mut(end);
+    (work(all, 0..count), Some(work(none, count..count)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use aes_gcm::KeyInit;
     use proptest::prelude::*;
+
+    /// The stream of chunk `chunk` under `cipher`, with the associated data `b"aad"`.
+    fn test_stream(cipher: &Aes256Gcm, segment_size: u32, chunk: u32) -> Stream<'_> {
+        Stream {
+            cipher,
+            aad: b"aad",
+            segment_size,
+            chunk,
+        }
+    }
 
     /// Streams above `PARALLEL_MIN` are sealed and opened on two threads: the bytes must be
     /// exactly those of the one-thread path, and a tampered segment in either half must fail the
@@ -247,23 +247,26 @@ mod tests {
     #[test]
     fn large_streams_seal_and_open_identically_on_two_threads() {
         let cipher = Aes256Gcm::new(&[9u8; 32].into());
-        let stream = Stream {
-            cipher: &cipher,
-            aad: b"aad",
-            segment_size: DEFAULT_SEGMENT_SIZE,
-            chunk: 3,
-        };
+        let stream = test_stream(&cipher, DEFAULT_SEGMENT_SIZE, 3);
         for len in [(4usize << 20) + 17, 5 << 20] {
             let plaintext: Vec<u8> = (0..len).map(|i| u8::try_from(i % 251).unwrap()).collect();
             let sealed_len =
                 usize::try_from(ciphertext_len(len as u64, DEFAULT_SEGMENT_SIZE).unwrap()).unwrap();
             let mut two_threads = vec![0u8; sealed_len];
             stream.seal_into(&plaintext, &mut two_threads).unwrap();
-            let mut one_thread = vec![0u8; sealed_len];
-            let count = len.div_ceil(usize::try_from(DEFAULT_SEGMENT_SIZE).unwrap());
-            stream
-                .seal_segments(&plaintext, &mut one_thread, 0..count, count)
-                .unwrap();
+            // The one-thread reference: each segment sealed on its own, in order.
+            let mut one_thread = Vec::with_capacity(sealed_len);
+            let segment = usize::try_from(DEFAULT_SEGMENT_SIZE).unwrap();
+            let count = len.div_ceil(segment);
+            for (index, piece) in plaintext.chunks(segment).enumerate() {
+                let mut body = piece.to_vec();
+                let nonce = nonce(3, index as u64, index + 1 == count);
+                let tag = cipher
+                    .encrypt_in_place_detached(Nonce::from_slice(&nonce), b"aad", &mut body)
+                    .unwrap();
+                one_thread.extend_from_slice(&body);
+                one_thread.extend_from_slice(&tag);
+            }
             assert!(
                 two_threads == one_thread,
                 "sealed bytes differ at length {len}"
@@ -309,7 +312,7 @@ mod tests {
         #[test]
         fn seal_then_open_is_identity(len in prop_oneof![0usize..3100, Just(1023), Just(1024), Just(1025), Just(2047), Just(2048), Just(2049)], chunk: u32) {
             let cipher = Aes256Gcm::new(&[7u8; 32].into());
-            let stream = Stream { cipher: &cipher, aad: b"aad", segment_size: 1024, chunk };
+            let stream = test_stream(&cipher, 1024, chunk);
             let plaintext: Vec<u8> = (0..len).map(|i| u8::try_from(i % 251).unwrap()).collect();
             let mut sealed = vec![0u8; usize::try_from(ciphertext_len(len as u64, 1024).unwrap()).unwrap()];
             stream.seal_into(&plaintext, &mut sealed).unwrap();
@@ -320,12 +323,7 @@ mod tests {
     #[test]
     fn truncation_reordering_and_chunk_swaps_fail() {
         let cipher = Aes256Gcm::new(&[7u8; 32].into());
-        let stream = Stream {
-            cipher: &cipher,
-            aad: b"aad",
-            segment_size: 1024,
-            chunk: 0,
-        };
+        let stream = test_stream(&cipher, 1024, 0);
         let plaintext = vec![0x42u8; 3 * 1024];
         let mut sealed = vec![0u8; 3 * 1040];
         stream.seal_into(&plaintext, &mut sealed).unwrap();

@@ -3,8 +3,8 @@
 //! the three modes, and interop with the independent Python reader (`tests/python/crypto/`).
 
 use std::borrow::Cow;
-use std::path::Path;
 
+use envelope_core::DecryptionFailure::{Failed, Malformed, NotARecipient};
 use envelope_core::{
     Compression, DecryptionFailure, Envelope, EnvelopeParts, Error, Format, Payload, Section,
     Signal,
@@ -17,8 +17,8 @@ use proptest::prelude::*;
 
 mod vectors;
 use vectors::{
-    CHEAP, CountingRng, KAT_PASSWORD, KAT_SEGMENT, alice, bob, data, eve, fail_vectors,
-    kat_payload, kat_vectors, plain_parts, streaming_parts,
+    CHEAP, CountingRng, KAT_PASSWORD, KAT_SEGMENT, alice, bob, checked_in, data, eve, fail_vectors,
+    kat_payload, plain_parts, streaming_parts,
 };
 
 /// Every `fail_*` vector is refused with the signal its name gives, using the vectors' keys.
@@ -26,25 +26,14 @@ use vectors::{
 fn every_failing_vector_gives_its_signal() {
     let password = Password::new(KAT_PASSWORD);
     let alice = alice();
-    let mut seen = 0;
-    for entry in std::fs::read_dir(data("")).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix("fail_") else {
-            continue;
-        };
-        let signal = rest.split('.').nth(1).unwrap();
-        let bytes = std::fs::read(&path).unwrap();
-        let key = if name.ends_with(".apr") {
+    test_support::check_fail_vectors(&data(""), fail_vectors().len(), |vector| {
+        let key = if vector.name.ends_with(".apr") {
             DecryptionKey::Recipient(&alice)
         } else {
             DecryptionKey::Password(&password)
         };
-        let error = decrypt(&bytes, key).unwrap_err();
-        assert_eq!(error.signal().name(), signal, "{name}: {error}");
-        seen += 1;
-    }
-    assert_eq!(seen, fail_vectors().len());
+        decrypt(&vector.bytes, key).unwrap_err()
+    });
 }
 
 /// The vectors are fixed bytes: rebuilding them gives the checked-in files, and the files
@@ -52,14 +41,7 @@ fn every_failing_vector_gives_its_signal() {
 /// diff!).
 #[test]
 fn known_answer_vectors_are_reproduced_byte_for_byte() {
-    for (name, bytes) in kat_vectors().into_iter().chain(fail_vectors()) {
-        let path = data(name);
-        let stored = std::fs::read(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(
-            stored == bytes,
-            "{name}: rebuilt bytes differ from the vector"
-        );
-    }
+    test_support::check_vectors(&data(""), checked_in());
 }
 
 #[test]
@@ -138,23 +120,12 @@ fn outsiders_and_wrong_passwords_get_decryption_failed() {
     let wrong = Password::new("wrong");
     for name in ["kat_recipient.apr", "kat_multi_recipient.ald"] {
         let bytes = std::fs::read(data(name)).unwrap();
-        let error = decrypt(&bytes, DecryptionKey::Recipient(&eve)).unwrap_err();
-        assert!(
-            matches!(
-                error,
-                Error::DecryptionFailed(DecryptionFailure::NotARecipient)
-            ),
-            "{name}: {error}"
-        );
+        assert_decryption_failure(&bytes, DecryptionKey::Recipient(&eve), NotARecipient);
         let error = decrypt(&bytes, DecryptionKey::Password(&wrong)).unwrap_err();
         assert_eq!(error.signal(), Signal::DecryptionFailed);
     }
     let bytes = std::fs::read(data("kat_password.ald")).unwrap();
-    let error = decrypt(&bytes, DecryptionKey::Password(&wrong)).unwrap_err();
-    assert!(
-        matches!(error, Error::DecryptionFailed(DecryptionFailure::Failed)),
-        "{error}"
-    );
+    assert_decryption_failure(&bytes, DecryptionKey::Password(&wrong), Failed);
 }
 
 /// Every bit of every byte before the payload (and of the payload), flipped with the CRC
@@ -165,10 +136,7 @@ fn outsiders_and_wrong_passwords_get_decryption_failed() {
 fn every_bit_before_and_in_the_payload_is_bound() {
     let bytes = std::fs::read(data("kat_recipient.apr")).unwrap();
     let alice = alice();
-    let envelope = Envelope::parse_any(&bytes[..]).unwrap();
-    let payload = envelope.layout().span(Section::Payload).unwrap();
-    let start = usize::try_from(payload.offset).unwrap();
-    let end = usize::try_from(payload.end()).unwrap();
+    let core::ops::Range { start, end } = test_support::section_range(&bytes, Section::Payload);
     // Every byte before the payload; in the payload, every segment's first and last bytes and
     // every tag byte of the first segment (the rest of the payload is the same AES-GCM check).
     let payload_probes = [
@@ -223,7 +191,7 @@ fn one_chunk_of_a_streaming_file_decrypts_alone_and_chunks_cannot_be_swapped() {
 
     // Swap the stored bytes of chunks 0 and 1 (same sizes) and fix the CRC: chunk 0 now fails.
     let index = envelope.chunk_index().unwrap();
-    let base = usize::try_from(envelope.layout().span(Section::Payload).unwrap().offset).unwrap();
+    let base = test_support::section_range(&bytes, Section::Payload).start;
     let (e0, e1) = (index.entries()[0], index.entries()[1]);
     assert_eq!(e0.stored_size, e1.stored_size);
     let r0 = base + usize::try_from(e0.stored_offset).unwrap();
@@ -233,27 +201,42 @@ fn one_chunk_of_a_streaming_file_decrypts_alone_and_chunks_cannot_be_swapped() {
     swapped[r0..r0 + len].copy_from_slice(&bytes[r1..r1 + len]);
     swapped[r1..r1 + len].copy_from_slice(&bytes[r0..r0 + len]);
     test_support::fix_crc32_trailer(&mut swapped);
-    let error = decrypt(&swapped, DecryptionKey::Password(&password)).unwrap_err();
-    assert!(
-        matches!(error, Error::DecryptionFailed(DecryptionFailure::Failed)),
-        "{error}"
-    );
+    assert_decryption_failure(&swapped, DecryptionKey::Password(&password), Failed);
 }
 
+/// A segment size outside what readers accept is refused with the numbers (a typed `NotInRange`,
+/// `Usage` like every misuse).
 #[test]
-fn hostile_kdf_parameters_are_refused_as_malformed() {
-    let mut bytes = std::fs::read(data("kat_password.ald")).unwrap();
-    let envelope = Envelope::parse_any(&bytes[..]).unwrap();
-    let block = envelope.layout().span(Section::Encryption).unwrap();
-    let m = usize::try_from(block.offset).unwrap() + 6;
-    bytes[m..m + 4].copy_from_slice(&(64u32 << 20).to_le_bytes()); // 64 GiB
-    test_support::fix_crc32_trailer(&mut bytes);
-    let password = Password::new(KAT_PASSWORD);
-    let error = decrypt(&bytes, DecryptionKey::Password(&password)).unwrap_err();
+fn a_segment_size_out_of_range_is_refused_with_the_allowed_range() {
+    let payload = kat_payload();
+    let parts = plain_parts(Format::Dataset, &payload);
+    let alice = alice().public_key();
+    let options = EncryptOptions { segment_size: 512 };
+    let Err(error) = encrypt(
+        &parts,
+        EncryptTo::Recipient(&alice),
+        options,
+        &mut CountingRng(0),
+    ) else {
+        panic!("a 512-byte segment size was accepted");
+    };
     assert!(
-        matches!(error, Error::DecryptionFailed(DecryptionFailure::Malformed)),
+        matches!(
+            error,
+            Error::NotInRange { what: "segment size", value: 512, min: 1024, max } if max == 16 << 20
+        ),
         "{error}"
     );
+    assert_eq!(error.signal(), Signal::Usage);
+}
+
+/// Argon2id asking for 64 GiB (the failing vector, built in `vectors::fail_vectors`) is refused
+/// as a malformed block before any memory is taken.
+#[test]
+fn hostile_kdf_parameters_are_refused_as_malformed() {
+    let bytes = std::fs::read(data("fail_argon2_64GiB.DecryptionFailed.ald")).unwrap();
+    let password = Password::new(KAT_PASSWORD);
+    assert_decryption_failure(&bytes, DecryptionKey::Password(&password), Malformed);
 }
 
 #[test]
@@ -346,31 +329,25 @@ proptest! {
 #[test]
 #[ignore = "interop: needs INTEROP_PYTHON (run by .ci/run)"]
 fn python_reader_decrypts_every_mode() {
-    let python = std::env::var("INTEROP_PYTHON").expect("INTEROP_PYTHON");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/crypto/reader.py");
+    let reader = |args: &[&std::ffi::OsStr]| test_support::python_ok("crypto/reader.py", args);
     let payload = kat_payload();
     for (name, secret, expected) in [
         ("kat_sealed_request.bin", "a1", Vec::new()),
         ("kat_sealed_response.bin", "b2", b"3".to_vec()),
     ] {
-        let output = std::process::Command::new(&python)
-            .arg(&script)
-            .arg("open-message")
-            .arg(data(name))
-            .args(["--secret-hex", &secret.repeat(32)])
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let secret = secret.repeat(32);
+        let stdout = reader(&[
+            "open-message".as_ref(),
+            data(name).as_os_str(),
+            "--secret-hex".as_ref(),
+            secret.as_ref(),
+        ]);
         if name == "kat_sealed_request.bin" {
             // requester public key (bob's) || query
-            assert_eq!(&output.stdout[..32], bob().public_key().as_bytes());
-            assert_eq!(&output.stdout[32..], b"SELECT count(*) FROM rows");
+            assert_eq!(&stdout[..32], bob().public_key().as_bytes());
+            assert_eq!(&stdout[32..], b"SELECT count(*) FROM rows");
         } else {
-            assert_eq!(output.stdout, expected, "{name}");
+            assert_eq!(stdout, expected, "{name}");
         }
     }
     let cases: [(&str, &[&str]); 5] = [
@@ -387,19 +364,10 @@ fn python_reader_decrypts_every_mode() {
         ),
     ];
     for (name, args) in cases {
-        let output = std::process::Command::new(&python)
-            .arg(&script)
-            .arg("decrypt")
-            .arg(data(name))
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        assert_eq!(output.stdout, payload, "{name}");
+        let path = data(name);
+        let mut all = vec!["decrypt".as_ref(), path.as_os_str()];
+        all.extend(args.iter().map(std::ffi::OsStr::new));
+        assert_eq!(reader(&all), payload, "{name}");
     }
 }
 
@@ -524,4 +492,14 @@ fn chunk_at_a_time_encryption_matches_encrypt() {
         let third = payload.len() / 3;
         assert_eq!(decryptor.chunk(1).unwrap(), &payload[third..2 * third]);
     }
+}
+
+/// `bytes` fail to decrypt with `key` for exactly `failure`.
+#[track_caller]
+fn assert_decryption_failure(bytes: &[u8], key: DecryptionKey<'_>, failure: DecryptionFailure) {
+    let error = decrypt(bytes, key).unwrap_err();
+    assert!(
+        matches!(error, Error::DecryptionFailed(found) if found == failure),
+        "expected {failure}: {error}"
+    );
 }

@@ -90,24 +90,6 @@ impl LicenseFlags {
         Ok(Self(bits))
     }
 
-    /// The raw byte.
-    #[must_use]
-    pub const fn bits(self) -> u8 {
-        self.0
-    }
-
-    /// Whether every bit of `other` is set.
-    #[must_use]
-    pub const fn contains(self, other: Self) -> bool {
-        self.0 & other.0 == other.0
-    }
-
-    /// These flags plus `other`.
-    #[must_use]
-    pub const fn with(self, other: Self) -> Self {
-        Self(self.0 | other.0)
-    }
-
     /// The names of the set flags, in bit order.
     pub fn names(self) -> impl Iterator<Item = &'static str> {
         Self::ALL
@@ -116,6 +98,8 @@ impl LicenseFlags {
             .map(|(_, name)| name)
     }
 }
+
+envelope_core::flag_byte_ops!(LicenseFlags);
 
 /// A license block (000 §9.1 / 003 §8.1).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,16 +1,14 @@
 //! Commercial packaging end to end: package (encrypt → license → sign) and open (signature →
 //! license → decryption), each failure with its signal, in the documented order.
 
-#[path = "../../envelope-crypto/tests/common/counting_rng.rs"]
-mod counting_rng;
 mod fuzz_check;
 
-use counting_rng::CountingRng;
 use envelope_core::{Compression, Envelope, EnvelopeParts, Format, Payload, Signal};
 use envelope_crypto::{DecryptionKey, EncryptOptions, EncryptTo, RecipientSecretKey};
 use envelope_license::commercial::{CommercialPackage, open, package};
 use envelope_license::{LicenseBlock, LicenseFlags, read_license};
 use envelope_sign::{Identity, SigningPublicKey, TrustedKeys};
+use test_support::CountingRng;
 
 const NOW: u64 = 1_750_000_000;
 
@@ -170,12 +168,5 @@ fn unlicensed_or_already_signed_inputs_are_refused() {
 /// round trip.
 #[test]
 fn fuzz_corpus_replays_without_panic() {
-    let dir =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/license_block");
-    let mut seen = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        fuzz_check::license_block(&std::fs::read(entry.unwrap().path()).unwrap());
-        seen += 1;
-    }
-    assert!(seen > 0, "empty corpus at {}", dir.display());
+    test_support::replay_corpus("license_block", fuzz_check::license_block);
 }

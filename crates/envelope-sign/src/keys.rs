@@ -330,10 +330,18 @@ impl PublicKeyFile {
                 "public key file: expected `KIND BASE64`",
             ))?;
             let mut bytes = [0u8; 32];
-            let decoded = Base64::decode(value.trim(), &mut bytes)
-                .map_err(|_| Error::InvalidArgument("public key file: bad base64"))?;
+            // Public keys are not secrets: the decoder's reason is kept for the caller.
+            let decoded =
+                Base64::decode(value.trim(), &mut bytes).map_err(|source| Error::Decoding {
+                    what: "a public key file's base64",
+                    source: source.into(),
+                })?;
             if decoded.len() != 32 {
-                return Err(Error::InvalidArgument("public key file: a key is 32 bytes"));
+                return Err(Error::ArgumentMismatch {
+                    what: "bytes of a key in a public key file",
+                    expected: 32,
+                    found: decoded.len() as u64,
+                });
             }
             match kind {
                 "ed25519" => out.signing.push(SigningPublicKey::from_bytes(bytes)),

@@ -122,8 +122,7 @@ pub fn sign(bytes: &[u8], key: &SigningKey) -> Result<Vec<u8>> {
             ))?;
         (
             signed_message(&placeholder),
-            usize::try_from(span.offset)
-                .map_err(|_| Error::InvalidArgument("signature offset beyond memory"))?,
+            Error::fit_in_memory("the signature block's offset", span.offset)?,
         )
     };
     let block = SignatureBlock {

@@ -15,36 +15,20 @@ use proptest::prelude::*;
 
 mod vectors;
 use vectors::{
-    CHEAP, CountingRng, KAT_PASSWORD, data, fail_vectors, kat_vectors, model, publisher, trusted,
+    CHEAP, CountingRng, KAT_PASSWORD, checked_in, data, fail_vectors, model, publisher, trusted,
 };
 
 #[test]
 fn every_failing_vector_gives_its_signal() {
-    let mut seen = 0;
-    for entry in std::fs::read_dir(data("")).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix("fail_") else {
-            continue;
-        };
-        let signal = rest.split('.').nth(1).unwrap();
-        let error = check(&std::fs::read(&path).unwrap(), &trusted()).unwrap_err();
-        assert_eq!(error.signal().name(), signal, "{name}: {error}");
-        seen += 1;
-    }
-    assert_eq!(seen, fail_vectors().len());
+    test_support::check_fail_vectors(&data(""), fail_vectors().len(), |vector| {
+        check(&vector.bytes, &trusted()).unwrap_err()
+    });
 }
 
 /// `cargo xtask regenerate envelope-sign` rewrites the vectors (review the diff!).
 #[test]
 fn known_answer_vectors_are_reproduced_byte_for_byte() {
-    for (name, bytes) in kat_vectors().into_iter().chain(fail_vectors()) {
-        let stored = std::fs::read(data(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(
-            stored == bytes,
-            "{name}: rebuilt bytes differ from the vector"
-        );
-    }
+    test_support::check_vectors(&data(""), checked_in());
 }
 
 #[test]
@@ -102,12 +86,7 @@ fn the_policy_refuses_unsigned_untrusted_and_altered_files() {
     // A file re-signed by another key that embeds the publisher's public key does not pass.
     let forger = SigningKey::from_bytes(&[2; 32]);
     let mut forged = sign(&signed, &forger).unwrap();
-    let span = Envelope::parse_any(&forged[..])
-        .unwrap()
-        .layout()
-        .span(Section::Signature)
-        .unwrap();
-    let at = usize::try_from(span.offset).unwrap() + 1;
+    let at = test_support::section_range(&forged, Section::Signature).start + 1;
     forged[at..at + 32].copy_from_slice(publisher().signing_public_key().as_bytes());
     test_support::fix_crc32_trailer(&mut forged);
     assert!(matches!(
@@ -329,14 +308,24 @@ fn key_files_round_trip_through_the_filesystem_and_trusted_dirs_read_every_pub_f
     assert_eq!(trusted.len(), 1);
 }
 
+/// Runs the Python reference implementation (`tests/python/crypto/reader.py`) with `args`.
 fn python(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    let python = std::env::var("INTEROP_PYTHON").expect("INTEROP_PYTHON");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/crypto/reader.py");
-    std::process::Command::new(python)
-        .arg(script)
-        .args(args)
-        .output()
-        .unwrap()
+    test_support::python("crypto/reader.py", args)
+}
+
+/// As [`python`], for a run that must succeed: its stdout.
+fn python_ok(args: &[&std::ffi::OsStr]) -> Vec<u8> {
+    test_support::python_ok("crypto/reader.py", args)
+}
+
+/// The Python reference's arguments to verify the file at `path` against `pub_file`.
+fn verify_args<'a>(path: &'a Path, pub_file: &'a Path) -> [&'a std::ffi::OsStr; 4] {
+    [
+        "verify".as_ref(),
+        path.as_os_str(),
+        "--public-key-file".as_ref(),
+        pub_file.as_os_str(),
+    ]
 }
 
 /// The independent Python implementation verifies signatures made here, and signs a file that
@@ -346,17 +335,7 @@ fn python(args: &[&std::ffi::OsStr]) -> std::process::Output {
 fn python_verifies_rust_signatures_and_rust_verifies_python_signatures() {
     let pub_file = data("kat_identity.key.pub");
     for name in ["kat_signed.apr", "kat_encrypted_signed.ald"] {
-        let output = python(&[
-            "verify".as_ref(),
-            data(name).as_os_str(),
-            "--public-key-file".as_ref(),
-            pub_file.as_os_str(),
-        ]);
-        assert!(
-            output.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        python_ok(&verify_args(&data(name), &pub_file));
     }
     // A flipped byte (CRC fixed) must fail in Python too.
     let mut bad = std::fs::read(data("kat_signed.apr")).unwrap();
@@ -365,20 +344,14 @@ fn python_verifies_rust_signatures_and_rust_verifies_python_signatures() {
     let dir = tempfile::tempdir().unwrap();
     let bad_path = dir.path().join("bad.apr");
     std::fs::write(&bad_path, &bad).unwrap();
-    let output = python(&[
-        "verify".as_ref(),
-        bad_path.as_os_str(),
-        "--public-key-file".as_ref(),
-        pub_file.as_os_str(),
-    ]);
-    assert!(!output.status.success());
+    assert!(!python(&verify_args(&bad_path, &pub_file)).status.success());
 
     // Python signs an unsigned file with a seed; Rust verifies it.
     let unsigned = dir.path().join("unsigned.apr");
     std::fs::write(&unsigned, model(b"python weights")).unwrap();
     let signed = dir.path().join("signed.apr");
     let seed = "5e".repeat(32);
-    let output = python(&[
+    python_ok(&[
         "sign".as_ref(),
         unsigned.as_os_str(),
         "--seed-hex".as_ref(),
@@ -386,11 +359,6 @@ fn python_verifies_rust_signatures_and_rust_verifies_python_signatures() {
         "-o".as_ref(),
         signed.as_os_str(),
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
     let bytes = std::fs::read(&signed).unwrap();
     assert_eq!(
         check(&bytes, &trusted()).unwrap(),
@@ -399,7 +367,7 @@ fn python_verifies_rust_signatures_and_rust_verifies_python_signatures() {
 
     // Python opens the key file and decrypts the encrypted and signed file with the X25519 key it
     // derives from the seed.
-    let output = python(&[
+    let stdout = python_ok(&[
         "decrypt".as_ref(),
         data("kat_encrypted_signed.ald").as_os_str(),
         "--key-file".as_ref(),
@@ -407,32 +375,12 @@ fn python_verifies_rust_signatures_and_rust_verifies_python_signatures() {
         "--password".as_ref(),
         KAT_PASSWORD.as_ref(),
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(output.stdout, b"a,b\n1,2\n3,4\n".repeat(8));
+    assert_eq!(stdout, b"a,b\n1,2\n3,4\n".repeat(8));
 }
 
-fn replay_fuzz_corpus(target: &str, check: fn(&[u8])) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fuzz/corpus")
-        .join(target);
-    let mut count = 0;
-    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-        check(&std::fs::read(entry.unwrap().path()).unwrap());
-        count += 1;
-    }
-    assert!(count > 0, "empty corpus at {}", dir.display());
-}
-
+/// The fuzz corpora of the key-file and crypto-block parsers replay without a panic.
 #[test]
-fn fuzz_corpus_crypto_parsers_replays_clean() {
-    replay_fuzz_corpus("crypto_parsers", fuzz_checks::crypto_parsers);
-}
-
-#[test]
-fn fuzz_corpus_key_file_replays_clean() {
-    replay_fuzz_corpus("key_file", fuzz_checks::key_file);
+fn fuzz_corpora_replay_clean() {
+    test_support::replay_corpus("crypto_parsers", fuzz_checks::crypto_parsers);
+    test_support::replay_corpus("key_file", fuzz_checks::key_file);
 }

@@ -1,6 +1,19 @@
 //! Test-only helpers shared by the workspace's test suites (a dev-dependency only): what an
 //! attacker does to a file so that the structural checks must catch the change (recompute the
-//! CRC32 trailer, forge a CRC-32C), and a small deterministic generator for test data.
+//! CRC32 trailer, forge a CRC-32C), two deterministic generators for test data (SplitMix64 for
+//! inputs, [`CountingRng`] where an API wants a `CryptoRng`), the interop tests' runner of the
+//! Python implementations ([`python_ok`]), and the table-driven helpers of the known-answer files
+//! ([`check_fail_vectors`], [`replay_corpus`], [`write_vectors`] and [`check_vectors`]).
+
+mod counting_rng;
+mod interop;
+mod vectors;
+
+pub use counting_rng::CountingRng;
+pub use interop::{python, python_ok};
+pub use vectors::{
+    FailVector, check_fail_vectors, check_vectors, fail_vectors, replay_corpus, write_vectors,
+};
 
 /// Recomputes the CRC32 trailer (the last four bytes, little-endian) of an envelope file after a
 /// change, as an attacker would: the checksum detects accidents, not tampering.
@@ -121,6 +134,23 @@ pub fn forge_chunk(
     forged[start..end].copy_from_slice(&data);
     fix_crc32_trailer(&mut forged);
     forged
+}
+
+/// Where `section` is in the verified envelope file `bytes` (of either format), as a byte range:
+/// what a test edits to tamper with one section.
+///
+/// # Panics
+/// If `bytes` is not a verified file or has no such section.
+#[must_use]
+pub fn section_range(bytes: &[u8], section: envelope_core::Section) -> core::ops::Range<usize> {
+    let span = envelope_core::Envelope::parse_any(bytes)
+        .expect("a verified file")
+        .layout()
+        .span(section)
+        .unwrap_or_else(|| panic!("no {section} section"));
+    let start = usize::try_from(span.offset).expect("in memory");
+    let end = usize::try_from(span.end()).expect("in memory");
+    start..end
 }
 
 /// The stored bytes of chunk `chunk` of a verified STREAMING envelope file of `format`.

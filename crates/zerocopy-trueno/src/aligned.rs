@@ -40,20 +40,23 @@ pub fn aligned_parts<'a>(
         ));
     }
     if tensors.len() != index.len() {
-        return Err(Error::InvalidArgument(
-            "one byte slice per tensor of the index is needed",
-        ));
+        return Err(Error::ArgumentMismatch {
+            what: "byte slices against the tensors of the index (one each)",
+            expected: index.len() as u64,
+            found: tensors.len() as u64,
+        });
     }
-    let too_large = || Error::InvalidArgument("the payload is larger than this platform's memory");
-    let mut payload = vec![0u8; usize::try_from(index.payload_len()).map_err(|_| too_large())?];
+    let mut payload = vec![0u8; Error::fit_in_memory("the payload's length", index.payload_len())?];
     for (position, bytes) in tensors.iter().enumerate() {
         let entry = &index.entries()[position];
         if bytes.len() as u64 != entry.size_bytes {
-            return Err(Error::InvalidArgument(
-                "a tensor's bytes differ in length from its index entry",
-            ));
+            return Err(Error::ArgumentMismatch {
+                what: "a tensor's bytes against its index entry's size_bytes",
+                expected: entry.size_bytes,
+                found: bytes.len() as u64,
+            });
         }
-        let start = usize::try_from(entry.offset).map_err(|_| too_large())?;
+        let start = Error::fit_in_memory("a tensor's offset", entry.offset)?;
         payload[start..start + bytes.len()].copy_from_slice(bytes);
         index.set_crc32c(position, crc32c::crc32c(bytes))?;
     }
@@ -186,8 +189,7 @@ impl<B: AsRef<[u8]>> AlignedTensors<B> {
                 "the payload does not start on a 64-byte boundary",
             ));
         }
-        let payload_offset = usize::try_from(payload.offset)
-            .map_err(|_| Error::InvalidArgument("payload beyond memory"))?;
+        let payload_offset = Error::fit_in_memory("the payload's offset", payload.offset)?;
         // The payload is exactly the tensors and the zero padding between them: every byte is
         // then covered by a tensor's CRC-32C or known to be zero (docs/zerocopy.md §2).
         let payload_bytes = usize::try_from(payload.len)
@@ -197,7 +199,11 @@ impl<B: AsRef<[u8]>> AlignedTensors<B> {
                     .as_bytes()
                     .get(payload_offset..payload_offset.checked_add(len)?)
             })
-            .ok_or(Error::InvalidArgument("payload beyond memory"))?;
+            .ok_or(Error::TooLarge {
+                what: "the payload's end",
+                size: payload.end(),
+                max: envelope.as_bytes().len() as u64,
+            })?;
         index.check_payload(payload_bytes)?;
         let checked = (0..index.len()).map(|_| OnceLock::new()).collect();
         Ok(Self {
@@ -252,7 +258,11 @@ impl<B: AsRef<[u8]>> AlignedTensors<B> {
             .index
             .entries()
             .get(position)
-            .ok_or(Error::InvalidArgument("no tensor at that position"))?;
+            .ok_or(Error::OutOfRange {
+                what: "tensor",
+                index: position as u64,
+                len: self.index.len() as u64,
+            })?;
         let bytes = self.bytes_of(entry);
         if self.integrity == Integrity::PerTensor {
             let outcome = self.checked[position].get_or_init(|| {

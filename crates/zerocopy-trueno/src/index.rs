@@ -308,9 +308,14 @@ impl TensorIndex {
     /// # Errors
     /// `Usage` if there is no such tensor.
     pub fn set_crc32c(&mut self, position: usize, crc: u32) -> Result<()> {
+        let len = self.entries.len() as u64;
         self.entries
             .get_mut(position)
-            .ok_or(Error::InvalidArgument("no tensor at that position"))?
+            .ok_or(Error::OutOfRange {
+                what: "tensor",
+                index: position as u64,
+                len,
+            })?
             .crc32c = crc;
         Ok(())
     }
@@ -323,8 +328,11 @@ impl TensorIndex {
     /// `Usage` if a type does not exist in `format`'s table, or a name is longer than 65,535
     /// bytes, or there are more than `u32::MAX` tensors.
     pub fn encode(&self, format: Format, padding: usize) -> Result<Vec<u8>> {
-        let count = u32::try_from(self.entries.len())
-            .map_err(|_| Error::InvalidArgument("more than u32::MAX tensors"))?;
+        let count = u32::try_from(self.entries.len()).map_err(|_| Error::TooLarge {
+            what: "tensors in the index",
+            size: self.entries.len() as u64,
+            max: u32::MAX.into(),
+        })?;
         let mut out = Vec::new();
         let mut writer = Writer::new(&mut out);
         writer.u32(count);
@@ -332,8 +340,11 @@ impl TensorIndex {
             let dtype = entry.dtype.code(format).ok_or(Error::InvalidArgument(
                 "this element type does not exist in the file format's table",
             ))?;
-            let name_len = u16::try_from(entry.name.len())
-                .map_err(|_| Error::InvalidArgument("a tensor name is longer than 65,535 bytes"))?;
+            let name_len = u16::try_from(entry.name.len()).map_err(|_| Error::TooLarge {
+                what: "a tensor name's length in bytes",
+                size: entry.name.len() as u64,
+                max: u16::MAX.into(),
+            })?;
             let ndims = u8::try_from(entry.shape.len()).unwrap_or(u8::MAX);
             writer
                 .u64(fnv1a64(&entry.name))

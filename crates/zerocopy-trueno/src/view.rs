@@ -146,13 +146,23 @@ impl<'a> TensorView<'a> {
     /// `Usage` if the number of indices differs from the number of dimensions or one is out of
     /// range.
     pub fn get_f32(&self, indices: &[u64]) -> Result<f32> {
-        if indices.len() != self.entry.shape.len()
-            || indices
-                .iter()
-                .zip(&self.entry.shape)
-                .any(|(i, dim)| i >= dim)
+        if indices.len() != self.entry.shape.len() {
+            return Err(Error::ArgumentMismatch {
+                what: "indices against the tensor's dimensions",
+                expected: self.entry.shape.len() as u64,
+                found: indices.len() as u64,
+            });
+        }
+        if let Some((&index, &len)) = indices
+            .iter()
+            .zip(&self.entry.shape)
+            .find(|(i, dim)| i >= dim)
         {
-            return Err(Error::InvalidArgument("index out of the tensor's shape"));
+            return Err(Error::OutOfRange {
+                what: "index along a dimension of the tensor",
+                index,
+                len,
+            });
         }
         let element: u64 = indices
             .iter()
@@ -166,7 +176,11 @@ impl<'a> TensorView<'a> {
         let bytes = self
             .bytes
             .get(start..start.saturating_add(size))
-            .ok_or(Error::InvalidArgument("index out of the tensor's bytes"))?;
+            .ok_or(Error::OutOfRange {
+                what: "byte of the tensor",
+                index: start as u64,
+                len: self.bytes.len() as u64,
+            })?;
         Ok(TensorView::new(self.entry, bytes).to_f32_vec()[0])
     }
 
@@ -177,8 +191,8 @@ impl<'a> TensorView<'a> {
     pub fn matrix_shape(&self) -> Result<(usize, usize)> {
         match self.entry.shape.as_slice() {
             [rows, cols] if self.entry.is_contiguous() => Ok((
-                usize::try_from(*rows).map_err(|_| Error::InvalidArgument("too many rows"))?,
-                usize::try_from(*cols).map_err(|_| Error::InvalidArgument("too many columns"))?,
+                Error::fit_in_memory("a matrix's rows", *rows)?,
+                Error::fit_in_memory("a matrix's columns", *cols)?,
             )),
             _ => Err(Error::InvalidArgument(
                 "a matrix view needs a 2-D row-major tensor",

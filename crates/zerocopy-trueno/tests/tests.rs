@@ -1,7 +1,7 @@
 //! Aligned files end to end: every element type and odd shapes through a memory map and through
 //! an unaligned in-memory buffer, integrity modes, corruption sweeps, chunked files, trueno.
 
-use envelope_core::{Envelope, EnvelopeParts, Format, Payload, Signal};
+use envelope_core::{Envelope, EnvelopeParts, Error, Format, Payload, Signal};
 use half::{bf16, f16};
 use zerocopy_trueno::{
     ALIGNMENT, AlignedTensors, BackendHint, DType, Integrity, MappedTensors, TensorIndex,
@@ -214,16 +214,54 @@ fn unknown_names_wrong_files_and_encrypted_files_are_refused_clearly() {
     assert!(error.to_string().contains("in-memory path"), "{error}");
 }
 
+/// `bytes` (a verified file of `format`) with `bits` flipped in byte `at` of tensor `name`'s
+/// stored bytes.
+fn damage_tensor(bytes: &[u8], format: Format, name: &str, at: usize, bits: u8) -> Vec<u8> {
+    let clean = AlignedTensors::open(bytes, format, Integrity::PerTensor).unwrap();
+    let target = clean.file_range(clean.index().get(name).unwrap());
+    let mut damaged = bytes.to_vec();
+    damaged[target.start + at] ^= bits;
+    damaged
+}
+
+/// `damaged` (tensor `name` damaged, `original` its bytes before) fails to open under `AtOpen`
+/// (the trailer), and under `Trusted`, which means the caller verified the bytes, opens and hands
+/// the damage out, as documented.
+#[track_caller]
+fn assert_caught_at_open_and_handed_out_when_trusted(
+    damaged: &[u8],
+    format: Format,
+    name: &str,
+    original: &[u8],
+) {
+    let error = AlignedTensors::open(damaged, format, Integrity::AtOpen).unwrap_err();
+    assert_eq!(error.signal(), Signal::ChecksumMismatch);
+    let trusted = AlignedTensors::open(damaged, format, Integrity::Trusted).unwrap();
+    assert_ne!(trusted.tensor(name).unwrap().bytes(), original);
+}
+
+/// A position past the last tensor is a typed `OutOfRange` that says how many there are.
+#[test]
+fn a_tensor_position_past_the_end_names_the_count() {
+    let samples = model_samples();
+    let bytes = build(Format::Model, &samples, None);
+    let tensors = AlignedTensors::open(&bytes[..], Format::Model, Integrity::PerTensor).unwrap();
+    let count = samples.len() as u64;
+    let error = tensors.tensor_at(samples.len()).unwrap_err();
+    assert!(
+        matches!(error, Error::OutOfRange { what: "tensor", index, len } if index == count && len == count),
+        "{error}"
+    );
+    assert_eq!(error.signal(), Signal::Usage);
+}
+
 /// Under the default integrity, a damaged tensor fails when read while the others still read;
 /// opening fails only for damage before the payload.
 #[test]
 fn per_tensor_integrity_catches_a_damaged_tensor_and_spares_the_rest() {
     let samples = model_samples();
     let bytes = build(Format::Model, &samples, None);
-    let clean = AlignedTensors::open(&bytes[..], Format::Model, Integrity::PerTensor).unwrap();
-    let target = clean.file_range(clean.index().get("attn.q").unwrap());
-    let mut damaged = bytes.clone();
-    damaged[target.start + 3] ^= 0x10;
+    let damaged = damage_tensor(&bytes, Format::Model, "attn.q", 3, 0x10);
 
     let lazy = AlignedTensors::open(&damaged[..], Format::Model, Integrity::PerTensor).unwrap();
     assert_eq!(
@@ -241,14 +279,11 @@ fn per_tensor_integrity_catches_a_damaged_tensor_and_spares_the_rest() {
         Signal::ChecksumMismatch
     );
 
-    let error = AlignedTensors::open(&damaged[..], Format::Model, Integrity::AtOpen).unwrap_err();
-    assert_eq!(error.signal(), Signal::ChecksumMismatch);
-
-    // Trusted means the caller verified the bytes: the damage is handed out, as documented.
-    let trusted = AlignedTensors::open(&damaged[..], Format::Model, Integrity::Trusted).unwrap();
-    assert_ne!(
-        trusted.tensor("attn.q").unwrap().bytes(),
-        &samples[2].bytes[..]
+    assert_caught_at_open_and_handed_out_when_trusted(
+        &damaged,
+        Format::Model,
+        "attn.q",
+        &samples[2].bytes,
     );
 }
 
@@ -439,22 +474,18 @@ fn a_chunked_aligned_dataset_is_one_chunk_of_every_row() {
 fn a_chunked_aligned_dataset_catches_damage_in_every_integrity_mode() {
     let samples = dataset_samples();
     let bytes = build(Format::Dataset, &samples, Some(1));
-    let clean = AlignedTensors::open(&bytes[..], Format::Dataset, Integrity::PerTensor).unwrap();
-    let target = clean.file_range(clean.index().get("quantity").unwrap());
-    let mut damaged = bytes.clone();
-    damaged[target.start + 5] ^= 0x04;
+    let damaged = damage_tensor(&bytes, Format::Dataset, "quantity", 5, 0x04);
     let lazy = AlignedTensors::open(&damaged[..], Format::Dataset, Integrity::PerTensor).unwrap();
     assert_eq!(
         lazy.tensor("quantity").unwrap_err().signal(),
         Signal::ChecksumMismatch
     );
     assert!(lazy.tensor("price").is_ok());
-    let error = AlignedTensors::open(&damaged[..], Format::Dataset, Integrity::AtOpen).unwrap_err();
-    assert_eq!(error.signal(), Signal::ChecksumMismatch);
-    let trusted = AlignedTensors::open(&damaged[..], Format::Dataset, Integrity::Trusted).unwrap();
-    assert_ne!(
-        trusted.tensor("quantity").unwrap().bytes(),
-        &samples[1].bytes[..]
+    assert_caught_at_open_and_handed_out_when_trusted(
+        &damaged,
+        Format::Dataset,
+        "quantity",
+        &samples[1].bytes,
     );
     // The metadata precedes the chunk index: its damage fails the lazy open.
     let metadata_at = envelope_core::HEADER_LEN;

@@ -193,7 +193,12 @@ fn publisher() -> Identity {
 // A deterministic byte generator standing in for a CSPRNG, so that both sides build their
 // samples without any source of randomness (the wasm module imports nothing): the tests' shared
 // counting RNG.
-#[path = "../../../crates/envelope-crypto/tests/common/counting_rng.rs"]
+// test-support is a native dev-dependency, so the harness includes its one file by path.
+#[path = "../../../crates/test-support/src/counting_rng.rs"]
+#[allow(
+    unreachable_pub,
+    reason = "test-support re-exports it; here it stays private"
+)]
 mod counting_rng;
 use counting_rng::CountingRng as TestRng;
 

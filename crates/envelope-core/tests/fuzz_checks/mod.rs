@@ -25,11 +25,9 @@ pub(crate) fn parse_header(data: &[u8]) {
 pub(crate) fn envelope_reader(data: &[u8]) {
     check_round_trip(data);
     check_lazy(data);
-    if data.len() >= 4 {
+    if data.len() >= envelope_core::CHECKSUM_LEN {
         let mut fixed = data.to_vec();
-        let body = fixed.len() - 4;
-        let crc = crc32fast::hash(&fixed[..body]);
-        fixed[body..].copy_from_slice(&crc.to_le_bytes());
+        envelope_core::codec::rewrite_trailer(&mut fixed);
         check_round_trip(&fixed);
         check_lazy(&fixed);
     }

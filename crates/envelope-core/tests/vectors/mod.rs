@@ -15,6 +15,15 @@ pub(crate) fn data_dir() -> PathBuf {
 /// How many of the first [`samples`] are uncompressed, hence byte-stable known-answer files.
 pub(crate) const KNOWN_ANSWER_SAMPLES: usize = 3;
 
+/// The known-answer files: the first [`KNOWN_ANSWER_SAMPLES`] samples, by name.
+pub(crate) fn checked_in() -> Vec<(&'static str, Vec<u8>)> {
+    samples()
+        .into_iter()
+        .take(KNOWN_ANSWER_SAMPLES)
+        .map(|sample| (sample.name, sample.bytes))
+        .collect()
+}
+
 /// A named sample file and the payload it decodes to (`None` when encrypted).
 pub(crate) struct Sample {
     pub(crate) name: &'static str,

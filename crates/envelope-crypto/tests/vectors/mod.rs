@@ -6,14 +6,12 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use envelope_core::{Compression, Envelope, EnvelopeParts, Format, Payload, Section};
+use envelope_core::{Compression, EnvelopeParts, Format, Payload, Section};
 use envelope_crypto::{
     Argon2Params, EncryptOptions, EncryptTo, Password, RecipientSecretKey, encrypt,
 };
 
-#[path = "../common/counting_rng.rs"]
-mod counting_rng;
-pub(crate) use counting_rng::CountingRng;
+pub(crate) use test_support::CountingRng;
 
 pub(crate) const KAT_PASSWORD: &str = "correct horse battery staple";
 
@@ -83,6 +81,12 @@ pub(crate) fn streaming_parts(payload: &[u8]) -> EnvelopeParts<'_> {
 }
 
 /// The known-answer vectors: file name, how to build it (from the counting RNG starting at 0).
+/// Every checked-in vector, known-answer then failing: what `cargo xtask regenerate` writes and
+/// the known-answer test compares.
+pub(crate) fn checked_in() -> Vec<(&'static str, Vec<u8>)> {
+    kat_vectors().into_iter().chain(fail_vectors()).collect()
+}
+
 pub(crate) fn kat_vectors() -> Vec<(&'static str, Vec<u8>)> {
     let payload = kat_payload();
     let password = Password::new(KAT_PASSWORD);
@@ -156,27 +160,11 @@ pub(crate) fn fail_vectors() -> Vec<(&'static str, Vec<u8>)> {
     type_changed[6] ^= 0x02;
     test_support::fix_crc32_trailer(&mut type_changed);
     let mut hostile = file("kat_password.ald");
-    let block = usize::try_from(
-        Envelope::parse_any(&hostile[..])
-            .unwrap()
-            .layout()
-            .span(Section::Encryption)
-            .unwrap()
-            .offset,
-    )
-    .unwrap();
+    let block = test_support::section_range(&hostile, Section::Encryption).start;
     hostile[block + 6..block + 10].copy_from_slice(&(64u32 << 20).to_le_bytes());
     test_support::fix_crc32_trailer(&mut hostile);
     let recipient = file("kat_recipient.apr");
-    let payload = usize::try_from(
-        Envelope::parse_any(&recipient[..])
-            .unwrap()
-            .layout()
-            .span(Section::Payload)
-            .unwrap()
-            .offset,
-    )
-    .unwrap();
+    let payload = test_support::section_range(&recipient, Section::Payload).start;
     let mut swapped = recipient.clone();
     swapped[payload..payload + 1040].copy_from_slice(&recipient[payload + 1040..payload + 2080]);
     swapped[payload + 1040..payload + 2080].copy_from_slice(&recipient[payload..payload + 1040]);

@@ -10,6 +10,13 @@ fn put(destination: impl Into<Destination>, bytes: &[u8]) -> io::Result<()> {
     write(destination, |out| out.write_all(bytes))
 }
 
+/// A new temporary directory (removed when the guard drops) and the path `name` in it.
+fn temp_path(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    (dir, path)
+}
+
 fn entries(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(dir)
         .unwrap()
@@ -39,8 +46,7 @@ fn fifo_with_reader(path: &Path) -> std::thread::JoinHandle<Vec<u8>> {
 
 #[test]
 fn a_new_file_is_written_and_nothing_else_is_left() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("out.ald");
+    let (dir, path) = temp_path("out.ald");
     put(&path, b"new").unwrap();
     assert_eq!(fs::read(&path).unwrap(), b"new");
     assert_eq!(entries(dir.path()), ["out.ald"]);
@@ -48,8 +54,7 @@ fn a_new_file_is_written_and_nothing_else_is_left() {
 
 #[test]
 fn keep_refuses_an_existing_file_and_replace_replaces_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("me.key");
+    let (dir, path) = temp_path("me.key");
     fs::write(&path, b"precious").unwrap();
     let keep = Destination::new(&path).existing(Existing::Keep);
     assert_eq!(
@@ -71,8 +76,7 @@ fn keep_refuses_an_existing_file_and_replace_replaces_it() {
 
 #[test]
 fn keep_never_replaces_a_file_created_while_writing() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("race.ald");
+    let (dir, path) = temp_path("race.ald");
     let error = write(
         Destination::new(&path).existing(Existing::Keep),
         |out| -> io::Result<()> {
@@ -89,8 +93,7 @@ fn keep_never_replaces_a_file_created_while_writing() {
 
 #[test]
 fn a_failed_write_leaves_the_old_file_and_no_temporary_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("data.ald");
+    let (dir, path) = temp_path("data.ald");
     fs::write(&path, b"old content").unwrap();
     let result: io::Result<()> = write(&path, |out| {
         out.write_all(b"partial new content")?;
@@ -103,8 +106,7 @@ fn a_failed_write_leaves_the_old_file_and_no_temporary_file() {
 
 #[test]
 fn a_panic_in_the_writer_leaves_no_temporary_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("data.ald");
+    let (dir, path) = temp_path("data.ald");
     let outcome = std::panic::catch_unwind(|| {
         let _ = write(&path, |_out| -> io::Result<()> { panic!("writer bug") });
     });
@@ -123,8 +125,7 @@ fn a_directory_is_refused_as_a_file_destination() {
 #[cfg(unix)]
 #[test]
 fn a_symlink_to_a_file_replaces_the_file_and_keeps_the_link() {
-    let dir = tempfile::tempdir().unwrap();
-    let real = dir.path().join("v3.ald");
+    let (dir, real) = temp_path("v3.ald");
     let link = dir.path().join("latest.ald");
     fs::write(&real, b"v3").unwrap();
     std::os::unix::fs::symlink(&real, &link).unwrap();
@@ -142,8 +143,7 @@ fn a_symlink_to_a_file_replaces_the_file_and_keeps_the_link() {
 #[cfg(unix)]
 #[test]
 fn a_symlink_to_nothing_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let link = dir.path().join("dangling.ald");
+    let (dir, link) = temp_path("dangling.ald");
     std::os::unix::fs::symlink(dir.path().join("missing"), &link).unwrap();
     let error = put(&link, b"x").unwrap_err();
     assert_eq!(error.kind(), io::ErrorKind::NotFound);
@@ -153,8 +153,7 @@ fn a_symlink_to_nothing_is_refused() {
 #[cfg(unix)]
 #[test]
 fn a_fifo_is_written_in_place_not_renamed_over() {
-    let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("pipe.ald");
+    let (dir, fifo) = temp_path("pipe.ald");
     let reader = fifo_with_reader(&fifo);
     put(
         Destination::new(&fifo).existing(Existing::Keep),
@@ -233,8 +232,7 @@ fn new_files_follow_the_umask_like_file_create_and_private_files_are_0600() {
 #[test]
 fn a_replaced_file_keeps_its_mode_unless_the_output_is_private() {
     use std::os::unix::fs::PermissionsExt as _;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("data.ald");
+    let (_dir, path) = temp_path("data.ald");
     fs::write(&path, b"old").unwrap();
     fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
     put(&path, b"new").unwrap();
@@ -246,8 +244,7 @@ fn a_replaced_file_keeps_its_mode_unless_the_output_is_private() {
 
 #[test]
 fn temporary_files_in_flight_are_removed_on_request() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("big.ald");
+    let (dir, path) = temp_path("big.ald");
     let result = write(&path, |out| -> io::Result<()> {
         out.write_all(b"half")?;
         out.flush()?;
@@ -273,8 +270,7 @@ fn temporary_files_in_flight_are_removed_on_request() {
 
 #[test]
 fn a_directory_output_is_created_whole() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("export");
+    let (dir, out) = temp_path("export");
     write_dir(&out, &["a", "b"], |tmp| -> io::Result<()> {
         put(tmp.join("a"), b"1")?;
         put(tmp.join("b"), b"2")
@@ -286,8 +282,7 @@ fn a_directory_output_is_created_whole() {
 
 #[test]
 fn an_existing_empty_directory_is_filled_without_force() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("export");
+    let (_dir, out) = temp_path("export");
     fs::create_dir(&out).unwrap();
     write_dir(
         Destination::new(&out).existing(Existing::Keep),
@@ -300,8 +295,7 @@ fn an_existing_empty_directory_is_filled_without_force() {
 
 #[test]
 fn a_directory_output_never_mixes_new_files_with_old_ones() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("export");
+    let (dir, out) = temp_path("export");
     fs::create_dir(&out).unwrap();
     fs::write(out.join("a"), b"old a").unwrap();
     fs::write(out.join("scales.json"), b"old scales").unwrap();
@@ -326,8 +320,7 @@ fn a_directory_output_never_mixes_new_files_with_old_ones() {
 
 #[test]
 fn a_directory_holding_foreign_files_is_never_replaced() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
+    let (dir, home) = temp_path("home");
     fs::create_dir(&home).unwrap();
     fs::write(home.join("thesis.tex"), b"years of work").unwrap();
     let error = write_dir(&home, &["model.safetensors"], |tmp| {
@@ -342,8 +335,7 @@ fn a_directory_holding_foreign_files_is_never_replaced() {
 
 #[test]
 fn a_failed_directory_build_leaves_the_destination_and_no_temporary_directory() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("export");
+    let (dir, out) = temp_path("export");
     fs::create_dir(&out).unwrap();
     fs::write(out.join("a"), b"old").unwrap();
     let error = write_dir(&out, &["a"], |tmp| -> io::Result<()> {
@@ -362,8 +354,7 @@ fn a_failed_directory_build_leaves_the_destination_and_no_temporary_directory() 
 #[test]
 fn a_pending_file_seeks_even_when_its_destination_is_a_fifo() {
     use std::io::{Seek as _, SeekFrom};
-    let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("out.fold");
+    let (dir, fifo) = temp_path("out.fold");
     let reader = fifo_with_reader(&fifo);
     let mut pending = PendingFile::create(&fifo).unwrap();
     pending.write_all(b"....body").unwrap();
@@ -376,8 +367,7 @@ fn a_pending_file_seeks_even_when_its_destination_is_a_fifo() {
 
 #[test]
 fn an_uncommitted_pending_file_leaves_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("out.fold");
+    let (dir, path) = temp_path("out.fold");
     fs::write(&path, b"old").unwrap();
     let mut pending = PendingFile::create(&path).unwrap();
     pending.write_all(b"new").unwrap();
