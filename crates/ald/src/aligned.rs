@@ -107,7 +107,7 @@ pub fn trueno_parts(
 ///
 /// # Errors
 /// `Usage` (`WrongType`) for a column whose type is not Float32, Float64, Int32, Int64 or UInt8;
-/// `Usage` (`ExportFailed`) for a column holding nulls; `Usage` for duplicate column names, a
+/// `Usage` (`ColumnNotWritable`) for a column holding nulls; `Usage` for duplicate column names, a
 /// schema message over 65,535 bytes, or a big-endian host.
 pub fn trueno_parts_with(
     dataset: &ArrowDataset,
@@ -140,12 +140,12 @@ fn parts_within(
         types.push(column_type(field)?);
         for batch in dataset.batches() {
             if batch.column(position).null_count() > 0 {
-                return Err(EnvelopeError::ExportFailed {
-                    target: "a zero-copy (TRUENO_NATIVE) .ald array",
-                    tensor: field.name().clone(),
+                return Err(Error::ColumnNotWritable {
+                    format: "a zero-copy (TRUENO_NATIVE) .ald array",
+                    column: field.name().clone(),
+                    data_type: field.data_type().to_string(),
                     reason: "the column holds nulls; zero-copy arrays hold f32, f64, i32, i64 or u8 columns without nulls",
-                }
-                .into());
+                });
             }
         }
     }
@@ -569,7 +569,7 @@ mod tests {
             ),
             (
                 with_null,
-                "Usage: ExportFailed: tensor \"n\" cannot be written as a zero-copy \
+                "Usage: column \"n\" (Int64) cannot be written as a zero-copy \
                  (TRUENO_NATIVE) .ald array: the column holds nulls; zero-copy arrays hold f32, \
                  f64, i32, i64 or u8 columns without nulls"
                     .to_owned(),

@@ -7,8 +7,6 @@
     reason = "the shared fuzz check compares row counts of small tables"
 )]
 
-use std::path::{Path, PathBuf};
-
 use crate::{fuzz_check, fuzz_check_interchange};
 
 /// A fuzz target's check.
@@ -26,29 +24,12 @@ fn interchange_fuzz_corpora_replay_without_panic() {
         ("jsonl_reader", fuzz_check_interchange::jsonl_reader),
     ];
     for (target, check) in targets {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fuzz/corpus")
-            .join(target);
-        let mut seen = 0;
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            check(&std::fs::read(entry.unwrap().path()).unwrap());
-            seen += 1;
-        }
-        assert!(seen > 0, "empty corpus at {}", dir.display());
+        test_support::replay_corpus(target, check);
     }
-}
-
-fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/ald_reader")
 }
 
 /// No input of the corpus may panic a reader.
 #[test]
 fn fuzz_corpus_replays_without_panic() {
-    let mut seen = 0;
-    for entry in std::fs::read_dir(corpus()).unwrap() {
-        fuzz_check::ald_reader(&std::fs::read(entry.unwrap().path()).unwrap());
-        seen += 1;
-    }
-    assert!(seen > 0, "empty corpus at {}", corpus().display());
+    test_support::replay_corpus("ald_reader", fuzz_check::ald_reader);
 }

@@ -850,30 +850,16 @@ fn exported_gguf_files_pass_ggmls_own_loader() {
     }
 }
 
-/// Replays the fuzz corpus `fuzz/corpus/<target>` through the target's check on stable: no input
-/// may panic, and the corpus must not be empty.
-fn replay_corpus(target: &str, check: fn(&[u8])) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fuzz/corpus")
-        .join(target);
-    let mut seen = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        check(&std::fs::read(entry.unwrap().path()).unwrap());
-        seen += 1;
-    }
-    assert!(seen > 0, "empty corpus at {}", dir.display());
-}
-
 /// Replays the fuzz corpus (fuzz/corpus/apr_reader) on stable: no input may panic.
 #[test]
 fn fuzz_corpus_replays_without_panic() {
-    replay_corpus("apr_reader", fuzz_check::apr_reader);
+    test_support::replay_corpus("apr_reader", fuzz_check::apr_reader);
 }
 
 /// Replays the `safetensors_import` fuzz corpus (fuzz/corpus/safetensors_import) on stable.
 #[test]
 fn safetensors_fuzz_corpus_replays_without_panic() {
-    replay_corpus(
+    test_support::replay_corpus(
         "safetensors_import",
         fuzz_check_safetensors::safetensors_import,
     );

@@ -277,6 +277,62 @@ pub fn run_with(path: &Path, tool: Tool, verify: bool, keys: &KeyOptions) -> any
     Ok(())
 }
 
+/// The format's own part of an `info`/`inspect` report (`alimentar`'s dataset, `apr`'s model): its
+/// name (the JSON member, and the label of the text line), what it is ("an .ald dataset"), and
+/// the part itself or why the file's contents could not be read as one.
+pub struct FormatPart<T> {
+    /// `"dataset"` or `"model"`.
+    pub name: &'static str,
+    /// What a readable file holds, for the message when it does not (`"an .apr model"`).
+    pub kind: &'static str,
+    /// The part, or the reason it could not be read.
+    pub read: Result<T, String>,
+}
+
+/// `alimentar info` and `apr inspect`: the envelope report of `path`, the deep checks asked for,
+/// then the format's own part from `read` (called after the checks), printed by `print`. With
+/// `--json`, one object: the envelope report with a member named after the part (or
+/// `NAME_error` with the reason). A file whose envelope is valid but whose contents are not the
+/// format's (written by another tool) is still reported, with the part replaced by the reason.
+///
+/// # Errors
+/// The first failed envelope or deep check, naming its signal and the file; an error of `read`.
+pub fn report_with<T: Serialize>(
+    tool: Tool,
+    path: &Path,
+    verify: bool,
+    keys: &KeyOptions,
+    read: impl FnOnce() -> anyhow::Result<FormatPart<T>>,
+    print: impl FnOnce(&T) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    let mut report =
+        inspect_with(path, tool.format, verify).with_context(|| path.display().to_string())?;
+    report.checks = crate::security::deep_checks(tool, path, keys)?;
+    let part = read()?;
+    if cli_support::run::mode().json {
+        let mut value = serde_json::to_value(&report)?;
+        if let serde_json::Value::Object(map) = &mut value {
+            match &part.read {
+                Ok(read) => map.insert(part.name.to_owned(), serde_json::to_value(read)?),
+                Err(error) => map.insert(format!("{}_error", part.name), error.clone().into()),
+            };
+        }
+        cli_support::print::json(&value)?;
+        return Ok(());
+    }
+    print_text(&report)?;
+    match &part.read {
+        Ok(read) => print(read)?,
+        Err(error) => say!(
+            "  {:<13}not readable as {}: {}",
+            part.name,
+            part.kind,
+            Safe(error)
+        )?,
+    }
+    Ok(())
+}
+
 /// Flag names separated by spaces, or `-` for none.
 fn names_or_dash(names: &[&str]) -> String {
     if names.is_empty() {

@@ -3,8 +3,11 @@
 //! Every failure a loader can meet is a variant of [`Error`] with typed context (offsets, sizes,
 //! what was expected and what was found). [`Error::signal`] names the specs' Andon signal
 //! (000 §5.0, 001 §5.1) so callers and CLIs can act on the class of failure without matching every
-//! variant. The crates above (`envelope-crypto`, `envelope-sign`, `ald`, `apr`) report their
-//! failures through the same variants, so one signal vocabulary covers the whole family.
+//! variant. `envelope-crypto` and `envelope-sign` report their failures through these variants;
+//! `ald` and `apr` have error enums of their own for what only a dataset or a model can meet
+//! (`ald::Error`, `apr::Error`: a schema or model type other than the expected one, a column or
+//! tensor another format cannot hold, quantized data), each joined to this one by `From` and
+//! naming its signals from the same [`Signal`] vocabulary, which stays here.
 
 use crate::header::{Compression, Format, Version};
 use crate::macros::named_enum;
@@ -192,16 +195,6 @@ pub enum FormatError {
         /// Which rule was broken (a fixed sentence from the block's documentation).
         reason: &'static str,
     },
-    /// A file of another format (CSV, JSONL, Parquet, Arrow IPC, SafeTensors) that its reader
-    /// refuses: malformed bytes, a value that does not fit its column, or bytes that made the
-    /// reader panic (caught natively and reported here).
-    #[error("{format}: {reason}")]
-    Foreign {
-        /// The file's format (`"Parquet"`, `"Arrow IPC"`, ...).
-        format: &'static str,
-        /// The reader's message, or which rule the bytes break.
-        reason: String,
-    },
     /// A compressed stream is corrupt or decodes to a size other than the declared one.
     #[error("{compression} data in {section}: {failure}")]
     Decompression {
@@ -315,22 +308,6 @@ pub enum Error {
     /// Decryption failed.
     #[error("DecryptionFailed: {0}")]
     DecryptionFailed(DecryptionFailure),
-    /// A dataset's schema is not the expected one.
-    #[error("SchemaMismatch: expected {expected}, found {found}")]
-    SchemaMismatch {
-        /// The schema the caller expects, rendered for people.
-        expected: String,
-        /// The schema the file has, rendered for people.
-        found: String,
-    },
-    /// A model's type is not the expected one.
-    #[error("ModelTypeMismatch: expected model type {expected:#06x}, found {found:#06x}")]
-    ModelTypeMismatch {
-        /// The type id the caller expects.
-        expected: u16,
-        /// The type id in the header.
-        found: u16,
-    },
     /// The license forbids loading at the given time.
     #[error("LicenseExpired: license expired at {expires_at} (unix seconds), now is {now}")]
     LicenseExpired {
@@ -338,20 +315,6 @@ pub enum Error {
         expires_at: u64,
         /// The time the caller passed in.
         now: u64,
-    },
-    /// A quantization type is unknown or unsupported.
-    #[error("UnsupportedQuantization: quantization type {type_id:#04x}")]
-    UnsupportedQuantization {
-        /// The type id found.
-        type_id: u8,
-    },
-    /// Quantized data is inconsistent.
-    #[error("QuantizationCorrupt: tensor {tensor:?}: {reason}")]
-    QuantizationCorrupt {
-        /// The tensor's name.
-        tensor: String,
-        /// Which rule failed.
-        reason: &'static str,
     },
     /// A section is too large for its header field and has no large-file path.
     #[error("Usage: {section} is {size} bytes, the format allows at most {max}")]
@@ -447,28 +410,6 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// A tensor cannot be written in another format as it is (001 §6.2.9 `ExportFailed`).
-    #[error("Usage: ExportFailed: tensor {tensor:?} cannot be written as {target}: {reason}")]
-    ExportFailed {
-        /// The target format (`"GGUF"`, `"SafeTensors"`).
-        target: &'static str,
-        /// The tensor's name.
-        tensor: String,
-        /// Which rule of the target it breaks.
-        reason: &'static str,
-    },
-    /// A column cannot be written in the chosen output format (CSV holds flat values only).
-    #[error("Usage: column {column:?} ({data_type}) cannot be written as {format}: {reason}")]
-    ColumnNotWritable {
-        /// The output format (`"CSV"`).
-        format: &'static str,
-        /// The column's name.
-        column: String,
-        /// Its Arrow type, as Arrow prints it.
-        data_type: String,
-        /// Why, and what to write instead.
-        reason: &'static str,
-    },
     /// The file asks for more than the reader's [`crate::Limits`] allow (a reader policy, not a
     /// fault of the file: raise the limit to read it).
     #[error("Usage: LimitExceeded: {0}")]
@@ -488,11 +429,7 @@ impl Error {
             Self::UnsupportedVersion { .. } => Signal::UnsupportedVersion,
             Self::SignatureInvalid(_) => Signal::SignatureInvalid,
             Self::DecryptionFailed(_) => Signal::DecryptionFailed,
-            Self::SchemaMismatch { .. } => Signal::SchemaMismatch,
-            Self::ModelTypeMismatch { .. } => Signal::ModelTypeMismatch,
             Self::LicenseExpired { .. } => Signal::LicenseExpired,
-            Self::UnsupportedQuantization { .. } => Signal::UnsupportedQuantization,
-            Self::QuantizationCorrupt { .. } => Signal::QuantizationCorrupt,
             Self::SectionTooLarge { .. }
             | Self::FeatureDisabled { .. }
             | Self::InvalidArgument(_)
@@ -503,8 +440,6 @@ impl Error {
             | Self::Decoding { .. }
             | Self::NoSuchItem { .. }
             | Self::WrongType { .. }
-            | Self::ExportFailed { .. }
-            | Self::ColumnNotWritable { .. }
             | Self::LimitExceeded(_) => Signal::Usage,
             Self::Io(_) => Signal::Io,
         }
@@ -557,15 +492,10 @@ mod tests {
             },
             Error::SignatureInvalid(SignatureFailure::Missing),
             Error::DecryptionFailed(DecryptionFailure::Failed),
-            Error::ModelTypeMismatch {
-                expected: 1,
-                found: 2,
-            },
             Error::LicenseExpired {
                 expires_at: 1,
                 now: 2,
             },
-            Error::UnsupportedQuantization { type_id: 9 },
             Error::InvalidArgument("x"),
             Error::TooLarge {
                 what: "x",

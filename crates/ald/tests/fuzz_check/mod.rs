@@ -11,11 +11,9 @@ use ald::{LoadOptions, StreamingDataset};
 /// stop at the prefix CRC-32C, which the fuzzer rarely matches).
 pub(crate) fn ald_reader(data: &[u8]) {
     check(data);
-    if data.len() >= 4 {
+    if data.len() >= envelope_core::CHECKSUM_LEN {
         let mut fixed = data.to_vec();
-        let body = fixed.len() - 4;
-        let crc = crc32fast::hash(&fixed[..body]);
-        fixed[body..].copy_from_slice(&crc.to_le_bytes());
+        envelope_core::codec::rewrite_trailer(&mut fixed);
         check(&fixed);
     }
 }

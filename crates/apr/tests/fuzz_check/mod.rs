@@ -10,11 +10,9 @@ use apr::{AprFile, ModelType};
 /// reaches the metadata and tensor checks behind the checksum.
 pub(crate) fn apr_reader(data: &[u8]) {
     check(data);
-    if data.len() >= 4 {
+    if data.len() >= envelope_core::CHECKSUM_LEN {
         let mut fixed = data.to_vec();
-        let body = fixed.len() - 4;
-        let crc = crc32fast::hash(&fixed[..body]);
-        fixed[body..].copy_from_slice(&crc.to_le_bytes());
+        envelope_core::codec::rewrite_trailer(&mut fixed);
         check(&fixed);
     }
     if let Ok(model) = apr::safetensors::import(data, None, None) {

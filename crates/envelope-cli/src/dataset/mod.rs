@@ -506,31 +506,14 @@ pub fn dataset_info(path: &Path) -> anyhow::Result<DatasetInfo> {
 /// # Errors
 /// The first failed envelope or deep check, naming its signal and the file.
 pub fn info(path: &Path, verify: bool, keys: &KeyOptions) -> anyhow::Result<()> {
-    let tool = Tool::ALIMENTAR;
-    let mut report = crate::inspect::inspect_with(path, tool.format, verify)
-        .with_context(|| path.display().to_string())?;
-    report.checks = crate::security::deep_checks(tool, path, keys)?;
-    let info = dataset_info(path).map_err(|error| format!("{error:#}"));
-    if cli_support::run::mode().json {
-        let mut value = serde_json::to_value(&report)?;
-        if let serde_json::Value::Object(map) = &mut value {
-            match &info {
-                Ok(info) => map.insert("dataset".to_owned(), serde_json::to_value(info)?),
-                Err(error) => map.insert("dataset_error".to_owned(), error.clone().into()),
-            };
-        }
-        cli_support::print::json(&value)?;
-        return Ok(());
-    }
-    crate::inspect::print_text(&report)?;
-    match &info {
-        Ok(info) => print_info(info)?,
-        Err(error) => say!(
-            "  dataset      not readable as an .ald dataset: {}",
-            Safe(error)
-        )?,
-    }
-    Ok(())
+    let read = || {
+        Ok(crate::inspect::FormatPart {
+            name: "dataset",
+            kind: "an .ald dataset",
+            read: dataset_info(path).map_err(|error| format!("{error:#}")),
+        })
+    };
+    crate::inspect::report_with(Tool::ALIMENTAR, path, verify, keys, read, print_info)
 }
 
 /// Prints `info` as text (JSON callers serialize [`DatasetInfo`] themselves). Every string from

@@ -488,35 +488,20 @@ pub fn inspect(
     verify: bool,
     keys: &KeyOptions,
 ) -> anyhow::Result<()> {
-    let tool = Tool::APR;
-    let mut report = crate::inspect::inspect_with(path, tool.format, verify)
-        .with_context(|| path.display().to_string())?;
-    report.checks = crate::security::deep_checks(tool, path, keys)?;
-    let summary = match apr::fs::open_with(path, crate::limits()) {
-        Ok(file) => Ok(apr::summarize(&file)),
-        Err(error) if quantization => return Err(error.into()),
-        Err(error) => Err(error.to_string()),
+    let read = || {
+        let read = match apr::fs::open_with(path, crate::limits()) {
+            Ok(file) => Ok(apr::summarize(&file)),
+            Err(error) if quantization => return Err(error.into()),
+            Err(error) => Err(error.to_string()),
+        };
+        Ok(crate::inspect::FormatPart {
+            name: "model",
+            kind: "an .apr model",
+            read,
+        })
     };
-    if cli_support::run::mode().json {
-        let mut value = serde_json::to_value(&report)?;
-        if let serde_json::Value::Object(map) = &mut value {
-            match &summary {
-                Ok(summary) => map.insert("model".to_owned(), serde_json::to_value(summary)?),
-                Err(error) => map.insert("model_error".to_owned(), error.clone().into()),
-            };
-        }
-        cli_support::print::json(&value)?;
-        return Ok(());
-    }
-    crate::inspect::print_text(&report)?;
-    match &summary {
-        Ok(summary) => print_summary(summary, quantization)?,
-        Err(error) => say!(
-            "  model        not readable as an .apr model: {}",
-            Safe(error)
-        )?,
-    }
-    Ok(())
+    let print = |summary: &apr::ModelSummary| print_summary(summary, quantization);
+    crate::inspect::report_with(Tool::APR, path, verify, keys, read, print)
 }
 
 fn print_summary(summary: &apr::ModelSummary, quantization: bool) -> std::io::Result<()> {
