@@ -122,6 +122,22 @@ impl Dist {
         ),
     ];
 
+    /// The published tables' distributions plus Student's t3 (heavy tails both ways, located
+    /// away from zero so that a relative change of the mean means something).
+    pub const ALL: [(&'static str, Self); 5] = [
+        Self::TABLE[0],
+        Self::TABLE[1],
+        Self::TABLE[2],
+        Self::TABLE[3],
+        (
+            "Student t3(5, 1)",
+            Self::StudentT3 {
+                loc: 5.0,
+                scale: 1.0,
+            },
+        ),
+    ];
+
     /// One draw.
     pub fn sample(self, rng: &mut Rng) -> f64 {
         match self {
@@ -150,6 +166,63 @@ pub fn mean_sd(values: &[f64]) -> (f64, f64) {
     let mean = values.iter().sum::<f64>() / n;
     let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
     (mean, var.sqrt())
+}
+
+/// How much marking moved a column (000 §9.3.1 asks for less than 1e-4 relative).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Distortion {
+    /// |Δmean| / |mean|.
+    pub mean_relative: f64,
+    /// |Δmean| / sd.
+    pub mean_in_sd: f64,
+    /// |Δsd| / sd.
+    pub sd_relative: f64,
+    /// The largest |Δx|, over sd.
+    pub max_change_in_sd: f64,
+    /// The 99th percentile of |Δx| / |x| over non-zero x.
+    pub p99_relative_change: f64,
+    /// Fraction of the values changed.
+    pub changed: f64,
+}
+
+impl Distortion {
+    /// Compares a column before and after marking (same length, same order).
+    #[must_use]
+    #[allow(clippy::cast_precision_loss, reason = "counts as ratios")]
+    pub fn measure(original: &[f64], marked: &[f64]) -> Self {
+        let (m0, s0) = mean_sd(original);
+        let (m1, s1) = mean_sd(marked);
+        let pairs = || original.iter().zip(marked);
+        let mut relative: Vec<f64> = pairs()
+            .filter(|(a, _)| **a != 0.0)
+            .map(|(a, b)| ((b - a) / a).abs())
+            .collect();
+        relative.sort_by(f64::total_cmp);
+        Self {
+            mean_relative: ((m1 - m0) / m0).abs(),
+            mean_in_sd: (m1 - m0).abs() / s0,
+            sd_relative: ((s1 - s0) / s0).abs(),
+            max_change_in_sd: pairs().map(|(a, b)| (b - a).abs()).fold(0.0, f64::max) / s0,
+            p99_relative_change: relative
+                .get(relative.len() * 99 / 100)
+                .copied()
+                .unwrap_or(0.0),
+            changed: pairs().filter(|(a, b)| a != b).count() as f64 / original.len().max(1) as f64,
+        }
+    }
+
+    /// The worse of two measurements, figure by figure.
+    #[must_use]
+    pub const fn worst(self, other: Self) -> Self {
+        Self {
+            mean_relative: self.mean_relative.max(other.mean_relative),
+            mean_in_sd: self.mean_in_sd.max(other.mean_in_sd),
+            sd_relative: self.sd_relative.max(other.sd_relative),
+            max_change_in_sd: self.max_change_in_sd.max(other.max_change_in_sd),
+            p99_relative_change: self.p99_relative_change.max(other.p99_relative_change),
+            changed: self.changed.max(other.changed),
+        }
+    }
 }
 
 /// An attack on a table (columns of equal length, rows across them).
