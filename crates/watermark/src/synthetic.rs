@@ -158,6 +158,43 @@ impl Dist {
     }
 }
 
+/// The seller key of the reference sample: bytes 00 01 .. 1f.
+#[must_use]
+pub fn reference_key() -> crate::SellerKey {
+    let mut secret = [0u8; 32];
+    for (byte, value) in secret.iter_mut().zip(0u8..) {
+        *byte = value;
+    }
+    crate::SellerKey::new(secret)
+}
+
+/// The leaked column an independent extractor is checked on (docs/watermark.md §8): 20,000
+/// values of N(50, 10) from seed 42, marked for buyer id `buyer-42` under [`reference_key`] at
+/// the default strength, then half the rows kept and shuffled.
+///
+/// # Panics
+/// Never: 20,000 values always carry the mark.
+#[must_use]
+pub fn reference_leak() -> Vec<f64> {
+    use crate::Watermarkable as _;
+    let key = reference_key();
+    let mark = crate::Watermark::for_buyer(&key, b"buyer-42");
+    let mut rng = Rng::new(42);
+    let mut table = vec![
+        Dist::Normal {
+            mean: 50.0,
+            sd: 10.0,
+        }
+        .column(&mut rng, 20_000),
+    ];
+    table[0]
+        .embed_watermark(&mark, &key)
+        .unwrap_or_else(|error| unreachable!("20,000 values carry the mark: {error}"));
+    Attack::SampleRows(0.5).apply(&mut table, &mut rng);
+    Attack::ShuffleRows.apply(&mut table, &mut rng);
+    table.swap_remove(0)
+}
+
 /// Mean and (population) standard deviation.
 #[must_use]
 #[allow(clippy::cast_precision_loss, reason = "a count as a divisor")]
