@@ -281,7 +281,7 @@ fn false_positives() {
         "| marked data, right key, another buyer: `verify` | {other_buyer_matched} / {FALSE_POSITIVE_RUNS} (smallest p-value {min_p:.1e}, threshold 2^-40 = 9.1e-13) |"
     );
     println!(
-        "\nAnalytic bounds: `extract` ≤ 2^12 × 2^-64 = 2^-52 ≈ 2.2e-16 per call; `verify` ≤ 2^-40 ≈ 9.1e-13 per call.\n"
+        "\nAnalytic bounds: `extract` ≤ 2^16 × 2^-64 = 2^-48 ≈ 3.6e-15 per call; `verify` ≤ 2^-40 ≈ 9.1e-13 per call.\n"
     );
 }
 

@@ -5,10 +5,13 @@ use crate::keys::{PAYLOAD_BITS, PAYLOAD_LEN, SellerKey, TagChecker, payload_bit}
 use crate::qim::{Grid, SEARCH_EXPONENTS, SEARCH_SAMPLE, exponent_of, scale};
 use crate::sample::Sample;
 
-/// The decoder flips every pattern of the `CHASE_BITS` least reliable positions (2^12 = 4096
+/// The decoder flips every pattern of the `CHASE_BITS` least reliable positions (2^16 = 65,536
 /// candidates) before giving up; each candidate is one tag check, and each adds 2^-64 to the
-/// false-match bound (2^-52 in all).
-pub const CHASE_BITS: u32 = 12;
+/// false-match bound (2^-48 in all). Positions no value voted on come first, so up to 16 of them
+/// (sparse columns, small samples) are filled in by the tag. Only data whose votes passed the
+/// energy gate of [`Extractor::add`] reaches the search; a failing search costs tens of
+/// milliseconds.
+pub const CHASE_BITS: u32 = 16;
 
 /// `verify` reports a match when the position-agreement p-value is at most this (2^-40).
 pub const VERIFY_THRESHOLD: f64 = 1.0 / 1_099_511_627_776.0;
@@ -110,7 +113,7 @@ pub struct Extracted {
     /// `1 - false_match_bound`.
     pub confidence: f64,
     /// Upper bound on the probability that data without this key's mark for this buyer yields
-    /// this result: `2^CHASE_BITS` candidates times 2^-64 per tag check = 2^-52.
+    /// this result: `2^CHASE_BITS` candidates times 2^-64 per tag check = 2^-48.
     pub false_match_bound: f64,
     /// Fraction of the hard votes that agree with the recovered payload (1.0 for an untouched
     /// copy, 0.5 for noise): how damaged the copy is.

@@ -11,9 +11,9 @@
 //! alone: the value's coarse, high-order part. So a surviving value votes the same way whatever
 //! happened to the rows and columns around it (row shuffling, row sampling, column subsets), and
 //! rounding or noise below about `Δ/8` leaves its vote intact. Thousands of values vote on each
-//! bit; the decoder takes the sign of each bit's summed soft votes, corrects up to twelve doubtful
+//! bit; the decoder takes the sign of each bit's summed soft votes, corrects up to sixteen doubtful
 //! bits by trying them against the tag, and reports a buyer only when the tag verifies, which
-//! bounds a false accusation by 2^-52 per extraction whatever the data. `docs/watermark.md`
+//! bounds a false accusation by 2^-48 per extraction whatever the data. `docs/watermark.md`
 //! specifies the scheme byte for byte and publishes the measured robustness, distortion and
 //! false-positive figures.
 //!

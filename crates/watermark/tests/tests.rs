@@ -64,7 +64,7 @@ fn an_untouched_copy_yields_the_buyer_with_full_agreement() {
     assert_eq!(found.buyer_hash, mark.buyer_hash);
     assert_eq!(found.agreement, 1.0);
     assert_eq!(found.corrected_bits, 0);
-    assert!(found.false_match_bound < 2.3e-16);
+    assert!(found.false_match_bound < 3.6e-15);
     let verdict = verify(&table[0], &mark.buyer_hash, &key);
     assert!(
         verdict.matched && verdict.positions_agreeing == 320,
@@ -387,20 +387,20 @@ fn the_reader_written_from_the_docs_extracts_the_buyer() {
     assert!(stdout.contains(&expected), "{stdout}");
 }
 
-/// Zero false extractions over 10,000 clean datasets with random keys and 10,000 marked ones
-/// read with wrong keys (the example prints the same run in release).
+/// Zero false extractions over 10,000 clean datasets of 1,000 values with random keys and 10,000
+/// marked ones read with wrong keys (the robustness example runs the same with 2,000 values).
 #[test]
-#[ignore = "slow: 20,000 extractions, about 40 s in release, minutes in debug"]
+#[ignore = "slow: 20,000 extractions, about 2 minutes in debug"]
 fn ten_thousand_clean_datasets_and_wrong_keys_yield_no_buyer() {
     let mut rng = Rng::new(17);
     for run in 0..10_000 {
         let dist = Dist::TABLE[run % 4].1;
         let key = SellerKey::new(rng.bytes32());
         assert!(
-            extract(&dist.column(&mut rng, 2_000), &key).is_none(),
+            extract(&dist.column(&mut rng, 1_000), &key).is_none(),
             "clean run {run}"
         );
-        let mut marked = dist.column(&mut rng, 2_000);
+        let mut marked = dist.column(&mut rng, 1_000);
         Embedder::new(&key, &Watermark::for_buyer(&key, &rng.bytes32()))
             .unwrap()
             .embed(&mut marked);
