@@ -1,0 +1,38 @@
+//! The crate's one error type.
+
+/// Why a watermark could not be embedded. Extraction and verification do not fail: finding no
+/// buyer is an answer ([`crate::extract`] returns `None`), not an error.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The strength is not a finite number within [`crate::STRENGTH_RANGE`].
+    #[error("INVALID_WATERMARK: strength {strength} is outside [{min}, {max}]")]
+    StrengthOutOfRange {
+        /// The strength asked for.
+        strength: f32,
+        /// Smallest accepted strength.
+        min: f32,
+        /// Largest accepted strength.
+        max: f32,
+    },
+    /// The redundancy is not a finite number in (0, 1].
+    #[error("INVALID_WATERMARK: redundancy {redundancy} is outside (0, 1]")]
+    RedundancyOutOfRange {
+        /// The redundancy asked for.
+        redundancy: f32,
+    },
+    /// The values were changed, but reading them back with the same key neither recovers the
+    /// buyer nor verifies it (too few values, too little spread, or a precision too low for the
+    /// strength). The caller must not claim the data is watermarked (the license's WATERMARKED
+    /// flag) and should discard the changed values.
+    #[error(
+        "WATERMARK_NOT_EMBEDDED: {marked} of {values} values carry the mark, which does not read \
+         back; use more values, more slices or a larger strength"
+    )]
+    NotTraceable {
+        /// Values offered.
+        values: u64,
+        /// Values that now carry a mark bit.
+        marked: u64,
+    },
+}
