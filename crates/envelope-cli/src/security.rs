@@ -148,6 +148,21 @@ impl KeyOptions {
         Ok(Policy::RequireSignature { trusted: &trusted }.check(envelope)?)
     }
 
+    /// The checks that come before any payload byte is decrypted or parsed (000 §5.0, 001 §5.1),
+    /// in their order: the signature under `--trusted-keys`, then the license's expiry by the
+    /// system clock. Returns the verified signer, if a signature was required.
+    ///
+    /// # Errors
+    /// `SignatureInvalid`, `LicenseExpired` (or `Io` / `Usage` for the keys directory).
+    pub fn admit<B: AsRef<[u8]>>(
+        &self,
+        envelope: &Envelope<B>,
+    ) -> anyhow::Result<Option<envelope_sign::SigningPublicKey>> {
+        let signer = self.check_signature(envelope)?;
+        check_license(envelope)?;
+        Ok(signer)
+    }
+
     /// Verifies the file at `path` under these options and returns its decoded payload: the
     /// signature first (with `--trusted-keys`), then the license's expiry (for licensed files),
     /// then decryption (for encrypted files) and decompression. This is the loading path of every command that reads a payload.
@@ -156,8 +171,7 @@ impl KeyOptions {
     /// The envelope, signature or decryption error, each naming its signal.
     pub fn load_payload(&self, tool: Tool, path: &Path) -> anyhow::Result<Vec<u8>> {
         let envelope = load(tool, path)?;
-        self.check_signature(&envelope)?;
-        check_license(&envelope)?;
+        self.admit(&envelope)?;
         if !envelope.header().flags().contains(Flags::ENCRYPTED) {
             return Ok(envelope.decode_payload()?.into_owned());
         }
@@ -567,8 +581,7 @@ pub fn run(tool: Tool, command: SecurityCommand) -> anyhow::Result<()> {
             let file = &io.file;
             let target = io.target(Access::Private)?;
             let envelope = load(tool, file)?;
-            keys.check_signature(&envelope)?;
-            check_license(&envelope)?;
+            keys.admit(&envelope)?;
             if !envelope.header().flags().contains(Flags::ENCRYPTED) {
                 bail!("Usage: {} is not encrypted", file.display());
             }
@@ -641,11 +654,10 @@ pub fn deep_checks(tool: Tool, path: &Path, keys: &KeyOptions) -> anyhow::Result
         return Ok(lines);
     }
     let envelope = load(tool, path)?;
-    if let Some(signer) = keys.check_signature(&envelope)? {
+    if let Some(signer) = keys.admit(&envelope)? {
         lines.push(format!("signature    valid, trusted key ed25519 {signer}"));
     }
     if envelope.section(Section::License).is_some() {
-        check_license(&envelope)?;
         lines.push("license      valid now".to_owned());
     }
     if keys.wants_decryption() && envelope.section(Section::Encryption).is_some() {
