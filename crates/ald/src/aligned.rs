@@ -395,8 +395,7 @@ pub(crate) fn decode_arrays(
     // Exactly the arrays and the zero padding between them (docs/zerocopy.md §2, §10): a byte
     // outside every array is zero, or the file is refused.
     index.check_payload(bytes)?;
-    let rows = usize::try_from(num_rows)
-        .map_err(|_| Error::too_large("more rows than this platform can address", num_rows))?;
+    let rows = EnvelopeError::fit_in_memory("the number of rows", num_rows)?;
     let mut columns = Vec::with_capacity(index.len());
     for entry in index.entries() {
         // Both fit: the range lies within `bytes` (checked above).

@@ -112,14 +112,6 @@ pub enum Error {
     /// An operation that needs a TRUENO_NATIVE file was asked of another.
     #[error("Usage: the file is not TRUENO_NATIVE")]
     NotTruenoNative,
-    /// A count or size that this platform cannot address, or the format cannot describe.
-    #[error("Usage: {what}")]
-    TooLarge {
-        /// What (a fixed sentence: `"a chunk larger than memory"`).
-        what: &'static str,
-        /// The value.
-        value: u64,
-    },
     /// The caller passed arguments that cannot work together.
     #[error("Usage: {0}")]
     InvalidArgument(&'static str),
@@ -160,7 +152,6 @@ impl Error {
             | Self::SchemaText { .. }
             | Self::NotTruenoNative
             | Self::RowsOutOfRange { .. }
-            | Self::TooLarge { .. }
             | Self::InvalidArgument(_) => Signal::Usage,
         }
     }
@@ -212,14 +203,6 @@ impl Error {
         move |error| Self::Unencodable {
             what,
             cause: error.into(),
-        }
-    }
-
-    /// `Usage`: a `value` that is more than this platform or the format can hold.
-    pub(crate) fn too_large(what: &'static str, value: impl TryInto<u64>) -> Self {
-        Self::TooLarge {
-            what,
-            value: value.try_into().unwrap_or(u64::MAX),
         }
     }
 }
@@ -279,7 +262,6 @@ mod tests {
                 count: 2,
                 num_rows: 2,
             },
-            Error::too_large("a chunk larger than memory", u64::MAX),
             Error::InvalidArgument("x"),
             Error::from(envelope_core::Error::ChecksumMismatch {
                 stored: 1,

@@ -267,8 +267,12 @@ impl StreamingWriter {
                 spill.read_exact(&mut stored)?;
                 match &seal {
                     Some(seal) => {
-                        let ordinal = u32::try_from(number)
-                            .map_err(|_| Error::too_large("more than u32::MAX chunks", number))?;
+                        let ordinal =
+                            u32::try_from(number).map_err(|_| envelope_core::Error::TooLarge {
+                                what: "the number of chunks",
+                                size: number as u64,
+                                max: u64::from(u32::MAX),
+                            })?;
                         writer.write_chunk(&seal(ordinal, &stored)?)?;
                     }
                     None => writer.write_chunk(&stored)?,
@@ -319,7 +323,7 @@ impl ChunkSealing for envelope_crypto::ChunkEncryptor {
 }
 
 fn to_usize(size: u64) -> Result<usize> {
-    usize::try_from(size).map_err(|_| Error::too_large("a chunk larger than memory", size))
+    Ok(envelope_core::Error::fit_in_memory("a chunk", size)?)
 }
 
 /// Verifies the file at `path` (CRC32 included, through a memory map) and describes it without

@@ -346,7 +346,7 @@ pub(crate) fn first_chunk_of(entries: &[ChunkEntry], row: u64) -> usize {
 }
 
 fn to_usize(value: u64) -> Result<usize> {
-    usize::try_from(value).map_err(|_| Error::too_large("row offset beyond memory", value))
+    Ok(envelope_core::Error::fit_in_memory("a row offset", value)?)
 }
 
 /// The chunks of a dataset, decoded one at a time.

@@ -9,18 +9,14 @@
 //!   infers them; `Date64` and category order through Parquet for pyarrow, pandas and DuckDB;
 //!   nested columns in JSONL as polars writes and reads them.
 
-use std::path::Path;
+use std::ffi::OsStr;
 
 use crate::support::{ALIMENTAR, Scratch};
 
 /// Runs one of the interop scripts under `tests/python/ald/` with `args`.
 fn script(name: &str, args: &[&str]) -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/python/ald")
-        .join(name);
-    let mut line = vec![script.to_str().unwrap()];
-    line.extend_from_slice(args);
-    crate::support::python(Path::new("."), line)
+    let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+    String::from_utf8(test_support::python_ok(&format!("ald/{name}"), &args)).unwrap()
 }
 
 fn python(args: &[&str]) -> String {

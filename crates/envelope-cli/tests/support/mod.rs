@@ -186,8 +186,9 @@ pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-/// Runs the interop venv's interpreter (`INTEROP_PYTHON`, made by `.ci/setup-python`) in `dir`;
-/// it must succeed. Returns its standard output.
+/// Runs the interop venv's interpreter (`INTEROP_PYTHON`, made by `.ci/setup-python`) in `dir`
+/// on an inline program (`-c CODE ARGS`; the scripts under `tests/python/` go through
+/// `test_support::python_ok`); it must succeed. Returns its standard output.
 pub(crate) fn python(dir: &Path, args: impl CommandLine) -> String {
     let interpreter = std::env::var("INTEROP_PYTHON")
         .expect("INTEROP_PYTHON names the interpreter of the interop venv");
