@@ -50,6 +50,7 @@ mod keys;
 mod qim;
 mod sample;
 pub mod synthetic;
+mod whole;
 
 pub use embed::{Embedder, Skip, SliceReport};
 pub use error::Error;
@@ -66,6 +67,7 @@ pub use qim::{
     SEARCH_SAMPLE,
 };
 pub use sample::Sample;
+pub use whole::{MarkReport, Marking, NamedEvidence, NamedReport, Reading};
 
 /// Embedding strength used by [`Watermark::for_buyer`]: the step is the largest power of two not
 /// above `strength * IQR` (000 §9.3.1: "0.0001 - 0.001 typical").
