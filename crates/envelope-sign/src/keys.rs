@@ -33,6 +33,9 @@ pub const KEY_FILE_LEN: usize = 162;
 const KEY_FILE_AAD_LEN: usize = 114;
 /// The HKDF `info` that derives the X25519 secret from the seed.
 pub const X25519_FROM_SEED_INFO: &[u8] = b"envelope-x25519-from-seed-v1";
+/// The HKDF `info` that derives the seller's 32-byte watermark secret from the seed
+/// (docs/watermark.md §2: the key `K` of the buyer hash, tag and cell keys).
+pub const WATERMARK_FROM_SEED_INFO: &[u8] = b"ml-envelope/watermark/v1/seller-key";
 /// First line of a public key file.
 pub const PUBLIC_KEY_FILE_HEADER: &str = "# envelope public key v1";
 
@@ -186,6 +189,19 @@ impl Identity {
         // 32 bytes is within HKDF's output limit.
         let _ = hkdf.expand(X25519_FROM_SEED_INFO, bytes.as_mut());
         RecipientSecretKey::from_bytes(*bytes)
+    }
+
+    /// The seller's watermark secret (docs/watermark.md §2): `HKDF-SHA256(ikm = seed, salt =
+    /// none, info = "ml-envelope/watermark/v1/seller-key")`, 32 bytes. One key file then signs,
+    /// receives and traces leaks; the secret can be handed to a forensic examiner without the
+    /// power to sign, since the seed cannot be computed from it.
+    #[must_use]
+    pub fn watermark_secret(&self) -> Zeroizing<[u8; 32]> {
+        let hkdf = Hkdf::<Sha256>::new(None, self.seed.as_ref());
+        let mut bytes = Zeroizing::new([0u8; 32]);
+        // 32 bytes is within HKDF's output limit.
+        let _ = hkdf.expand(WATERMARK_FROM_SEED_INFO, bytes.as_mut());
+        bytes
     }
 
     /// The X25519 public key others encrypt to.

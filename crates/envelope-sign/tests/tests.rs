@@ -384,3 +384,19 @@ fn fuzz_corpora_replay_clean() {
     test_support::replay_corpus("crypto_parsers", fuzz_checks::crypto_parsers);
     test_support::replay_corpus("key_file", fuzz_checks::key_file);
 }
+
+/// Known answer computed by an independent HKDF (Python `cryptography`, `HKDF(SHA256(), 32, None,
+/// b"ml-envelope/watermark/v1/seller-key").derive(bytes(range(32)))`).
+#[test]
+fn the_watermark_secret_is_the_documented_hkdf_of_the_seed() {
+    let seed: [u8; 32] = std::array::from_fn(|i| u8::try_from(i).unwrap());
+    let identity = envelope_sign::Identity::from_seed(seed);
+    assert_eq!(
+        hex::encode(identity.watermark_secret().as_ref()),
+        "d46c3498e62fd3b640e34b5b4067496fc1533376a23c0046d39c36cd02c79d27"
+    );
+    assert_ne!(
+        identity.watermark_secret().as_ref(),
+        identity.recipient_secret_key().to_bytes().as_ref()
+    );
+}
