@@ -8,6 +8,7 @@
 pub mod dataset;
 pub mod inspect;
 pub mod model;
+pub mod piracy;
 pub mod security;
 
 use std::process::ExitCode;
