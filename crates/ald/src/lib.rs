@@ -62,6 +62,7 @@ pub mod load;
 mod metadata;
 mod one_pass;
 mod streaming;
+pub mod watermark;
 
 #[cfg(feature = "commercial")]
 pub mod commercial;
