@@ -220,7 +220,10 @@ impl ColumnOp for AnalyzeColumn<'_> {
 /// Why an explicitly selected column carries no mark, in words.
 fn skip_reason(skip: Skip, strength: f32) -> Cow<'static, str> {
     match skip {
-        Skip::TooFewValues => "fewer than 16 finite, non-null values".into(),
+        Skip::TooFewValues => "fewer than 16 finite, non-null values (integers beyond 2^53 in \
+                               magnitude, such as nanosecond timestamps, count as not finite: \
+                               store microseconds)"
+            .into(),
         Skip::NoSpread => "every value is the same".into(),
         Skip::StepTooFine {
             exponent,
