@@ -231,11 +231,19 @@ fn skip_reason(skip: Skip, strength: f32) -> Cow<'static, str> {
         } => {
             // strength × scale lies in [2^E, 2^(E+1)): this strength gives 2^min_exponent at least.
             let needed = f64::from(strength) * 2f64.powi(min_exponent - exponent);
+            let units = 1u64 << min_exponent.clamp(0, 63);
+            let advice = if needed <= f64::from(STRENGTH_RANGE.1) {
+                format!("use a strength of at least {needed:.2e}, or leave the column out")
+            } else {
+                format!(
+                    "no strength up to {} reaches it (the spread is too small): leave the column \
+                     out",
+                    STRENGTH_RANGE.1
+                )
+            };
             format!(
-                "an integer column needs a step of at least {} units, and strength {strength} \
-                 gives 2^{exponent}; use a strength of at least {needed:.2e}, or leave the column \
-                 out",
-                1u64 << min_exponent.clamp(0, 63)
+                "an integer column needs a step of at least {units} units, and strength \
+                 {strength} gives 2^{exponent}; {advice}"
             )
             .into()
         }

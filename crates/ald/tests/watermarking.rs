@@ -366,7 +366,12 @@ fn integer_columns_are_marked_only_when_selected_and_stay_integers() {
     assert!(error.is_operation_failure());
     // Codes 0..9: no step of 32 units fits.
     selected.column_indices = vec![code];
-    assert!(original.watermarked(&selected, &seller()).is_err());
+    let error = original.watermarked(&selected, &seller()).unwrap_err();
+    assert!(
+        error.to_string().contains("leave the column out"),
+        "{error}"
+    );
+    assert!(!error.to_string().contains("at least 8"), "{error}");
     // Text cannot carry a mark; an index past the schema is named.
     selected.column_indices = vec![name];
     let error = original.watermarked(&selected, &seller()).unwrap_err();
