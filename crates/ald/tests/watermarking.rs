@@ -241,6 +241,7 @@ fn the_buyer_survives_sampling_subsets_and_shuffling_but_not_a_wrong_key() {
 #[test]
 fn marked_files_read_back_the_buyer_whole_compressed_and_streaming() {
     let (_, marked) = marked();
+    let dir = tempfile::tempdir().unwrap();
     for (compression, chunk_rows) in [
         (Compression::None, None),
         (Compression::ZstdL3, None),
@@ -253,6 +254,13 @@ fn marked_files_read_back_the_buyer_whole_compressed_and_streaming() {
         let loaded = ald::load_from_bytes(&bytes).unwrap();
         assert_eq!(loaded.to_batch().unwrap(), marked.to_batch().unwrap());
         assert!(finds_the_buyer(&loaded), "{compression:?} {chunk_rows:?}");
+        // Through the disk (STREAMING files load on several threads there).
+        let path = dir
+            .path()
+            .join(format!("{compression:?}-{chunk_rows:?}.ald"));
+        ald::fs::save(path.as_path(), &marked, &options).unwrap();
+        let loaded = ald::fs::load(&path, &ald::LoadOptions::default()).unwrap();
+        assert!(finds_the_buyer(&loaded.dataset), "{}", path.display());
     }
 }
 
