@@ -6,8 +6,9 @@
 //! moved value rounded to the nearest integer (ties to even). Rounding moves a value by at most
 //! half a unit, so the grid's step must be at least `2^PRECISION_MARGIN_BITS = 32` units for the
 //! rounding to stay within `Δ/64`, the bound the precision rule gives floats
-//! ([`Sample::MIN_EXPONENT`]): integer columns with a spread of a few thousand units and more
-//! (timestamps, amounts in cents) can carry a mark; small codes cannot.
+//! ([`Sample::MIN_EXPONENT`]): integer columns whose interquartile range is at least
+//! `32 / strength` units (32,000 at the default strength: timestamps, amounts in cents) can carry
+//! a mark; ids, counts and small codes cannot.
 
 /// A value type the engine reads and writes. Sealed: the scheme's precision rule
 /// ([`crate::PRECISION_MARGIN_BITS`]) is stated per format (IEEE floats and two's-complement
@@ -20,7 +21,7 @@ pub trait Sample: Copy + sealed::Sealed {
     /// (their precision rule bounds the step from below), [`crate::PRECISION_MARGIN_BITS`] for
     /// integers (a step of at least 32 units, so rounding to an integer moves a value by at most
     /// `Δ/64`).
-    const MIN_EXPONENT: i32;
+    const MIN_EXPONENT: i32 = FLOAT_MIN_EXPONENT;
     /// The value, exactly, as f64 (NaN for an integer that binary64 cannot hold exactly, which
     /// the engine then ignores).
     fn to_f64(self) -> f64;
@@ -53,7 +54,6 @@ const FLOAT_MIN_EXPONENT: i32 = i32::MIN;
 
 impl Sample for f64 {
     const MANTISSA_BITS: u32 = 52;
-    const MIN_EXPONENT: i32 = FLOAT_MIN_EXPONENT;
     fn to_f64(self) -> f64 {
         self
     }
@@ -67,7 +67,6 @@ impl Sample for f64 {
 
 impl Sample for f32 {
     const MANTISSA_BITS: u32 = 23;
-    const MIN_EXPONENT: i32 = FLOAT_MIN_EXPONENT;
     fn to_f64(self) -> f64 {
         f64::from(self)
     }
@@ -86,7 +85,6 @@ impl Sample for f32 {
 #[cfg(feature = "f16")]
 impl Sample for half::f16 {
     const MANTISSA_BITS: u32 = 10;
-    const MIN_EXPONENT: i32 = FLOAT_MIN_EXPONENT;
     fn to_f64(self) -> f64 {
         Self::to_f64(self)
     }
