@@ -156,24 +156,56 @@ fn scatter<P: ArrowPrimitiveType>(
     Ok(arrays)
 }
 
-/// Marks one column through `marking`; gives back its new arrays, one per batch.
-struct MarkColumn<'a> {
+/// One column's valid values ([`gather`]), with where they came from.
+struct Gathered<'a, P: ArrowPrimitiveType> {
     batches: &'a [RecordBatch],
     index: usize,
-    name: &'a str,
-    marking: &'a mut Marking,
+    values: Vec<P::Native>,
 }
 
-impl ColumnOp for MarkColumn<'_> {
-    type Output = Result<(SliceReport, Vec<ArrayRef>)>;
+/// What to do with a [`Gathered`] column ([`OnColumn`]).
+trait ColumnUse {
+    type Output;
+    fn with<P: ArrowPrimitiveType>(self, column: Gathered<'_, P>) -> Result<Self::Output>
+    where
+        P::Native: Sample;
+}
+
+/// Gathers column `index` of `batches` and hands it to `then`.
+struct OnColumn<'a, U> {
+    batches: &'a [RecordBatch],
+    index: usize,
+    then: U,
+}
+
+impl<U: ColumnUse> ColumnOp for OnColumn<'_, U> {
+    type Output = Result<U::Output>;
     fn apply<P: ArrowPrimitiveType>(self) -> Self::Output
     where
         P::Native: Sample,
     {
-        let mut values = gather::<P>(self.batches, self.index)?;
-        let report = self.marking.embed(self.name, &mut values).clone();
+        let values = gather::<P>(self.batches, self.index)?;
+        self.then.with(Gathered::<P> {
+            batches: self.batches,
+            index: self.index,
+            values,
+        })
+    }
+}
+
+/// Marks the column through the marking, named `.0`; gives back its new arrays, one per batch
+/// (none if nothing was marked).
+struct Mark<'a>(&'a str, &'a mut Marking);
+
+impl ColumnUse for Mark<'_> {
+    type Output = (SliceReport, Vec<ArrayRef>);
+    fn with<P: ArrowPrimitiveType>(self, mut column: Gathered<'_, P>) -> Result<Self::Output>
+    where
+        P::Native: Sample,
+    {
+        let report = self.1.embed(self.0, &mut column.values).clone();
         let arrays = if report.marked > 0 {
-            scatter::<P>(self.batches, self.index, &values)?
+            scatter::<P>(column.batches, column.index, &column.values)?
         } else {
             Vec::new()
         };
@@ -181,39 +213,30 @@ impl ColumnOp for MarkColumn<'_> {
     }
 }
 
-/// Reads one column into `reading`.
-struct ReadColumn<'a> {
-    batches: &'a [RecordBatch],
-    index: usize,
-    name: &'a str,
-    reading: &'a mut Reading,
-}
+/// Reads the column into the reading, named `.0`.
+struct Read<'a>(&'a str, &'a mut Reading);
 
-impl ColumnOp for ReadColumn<'_> {
-    type Output = Result<()>;
-    fn apply<P: ArrowPrimitiveType>(self) -> Self::Output
+impl ColumnUse for Read<'_> {
+    type Output = ();
+    fn with<P: ArrowPrimitiveType>(self, column: Gathered<'_, P>) -> Result<()>
     where
         P::Native: Sample,
     {
-        let values = gather::<P>(self.batches, self.index)?;
-        self.reading.add(self.name, &values);
+        self.1.add(self.0, &column.values);
         Ok(())
     }
 }
 
-/// The keyless statistics of one column.
-struct AnalyzeColumn<'a> {
-    batches: &'a [RecordBatch],
-    index: usize,
-}
+/// The keyless statistics of the column.
+struct Analyze;
 
-impl ColumnOp for AnalyzeColumn<'_> {
-    type Output = Result<detect::SliceStatistics>;
-    fn apply<P: ArrowPrimitiveType>(self) -> Self::Output
+impl ColumnUse for Analyze {
+    type Output = detect::SliceStatistics;
+    fn with<P: ArrowPrimitiveType>(self, column: Gathered<'_, P>) -> Result<Self::Output>
     where
         P::Native: Sample,
     {
-        Ok(detect::analyze(&gather::<P>(self.batches, self.index)?))
+        Ok(detect::analyze(&column.values))
     }
 }
 
@@ -311,11 +334,10 @@ impl ArrowDataset {
             .map(|batch| batch.columns().to_vec())
             .collect();
         for &index in &selected {
-            let op = MarkColumn {
+            let op = OnColumn {
                 batches: self.batches(),
                 index,
-                name: fields[index].name(),
-                marking: &mut marking,
+                then: Mark(fields[index].name(), &mut marking),
             };
             let Some((_, outcome)) = dispatch(fields[index].data_type(), op) else {
                 continue;
@@ -350,11 +372,10 @@ impl ArrowDataset {
     pub fn watermark_reading(&self, seller_key: &SellerKey) -> Reading {
         let mut reading = Reading::new(seller_key);
         for (index, field) in self.schema().fields().iter().enumerate() {
-            let op = ReadColumn {
+            let op = OnColumn {
                 batches: self.batches(),
                 index,
-                name: field.name(),
-                reading: &mut reading,
+                then: Read(field.name(), &mut reading),
             };
             // A batch that disagrees with the schema cannot exist (`ArrowDataset::new`); were one
             // to, its column would simply add no votes.
@@ -373,9 +394,10 @@ impl ArrowDataset {
             .enumerate()
             .filter(|(_, field)| kind(field.data_type()) == Some(Kind::Float))
             .filter_map(|(index, field)| {
-                let op = AnalyzeColumn {
+                let op = OnColumn {
                     batches: self.batches(),
                     index,
+                    then: Analyze,
                 };
                 match dispatch(field.data_type(), op) {
                     Some((_, Ok(statistics))) => Some((field.name().clone(), statistics)),
