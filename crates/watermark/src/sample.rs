@@ -203,6 +203,33 @@ mod integer_marks {
         assert!(extract(&original, &seller).is_none());
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+        /// Any integer column with a spread the step rule accepts is marked with integers that
+        /// moved by at most two steps, and reads back as the buyer.
+        #[test]
+        fn integer_columns_with_enough_spread_read_back(
+            seed in proptest::prelude::any::<u64>(),
+            offset in -(1i64 << 45)..(1i64 << 45),
+            spread in 100_000u32..50_000_000,
+        ) {
+            let seller = SellerKey::new([3; 32]);
+            let mark = Watermark::for_buyer(&seller, &seed.to_le_bytes());
+            let mut rng = crate::synthetic::Rng::new(seed);
+            #[allow(clippy::cast_possible_truncation, reason = "below the spread")]
+            let original: Vec<i64> = (0..6_000)
+                .map(|_| offset + (rng.uniform() * f64::from(spread)) as i64)
+                .collect();
+            let mut marked = original.clone();
+            let (report, _) = embed(&mut marked, &mark, &seller).unwrap();
+            let step = 1i64 << report.exponent.unwrap();
+            proptest::prop_assert!(step >= 32);
+            proptest::prop_assert!(original.iter().zip(&marked).all(|(a, b)| (a - b).abs() <= 2 * step));
+            proptest::prop_assert_eq!(extract(&marked, &seller).map(|f| f.buyer_hash), Some(mark.buyer_hash));
+        }
+    }
+
     #[test]
     fn an_integer_step_under_32_units_is_skipped_and_says_why() {
         let seller = SellerKey::new([9; 32]);
