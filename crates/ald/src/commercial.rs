@@ -2,8 +2,10 @@
 //! [`envelope_license::commercial`] that add the dataset's own steps (encoding the table on the
 //! way in; type, metadata, schema and row checks and Arrow decoding on the way out).
 //!
-//! Watermarking (000 §9.3) is a later issue: a license with the WATERMARKED flag is refused here
-//! rather than shipped with a claim the content does not back.
+//! Watermarking (000 §9.3) composes with packaging: embed first ([`ArrowDataset::watermarked`]),
+//! read the marked table back with the seller key, and only then set the license's WATERMARKED
+//! flag, encrypt and sign. A license that claims WATERMARKED without a watermark to embed is
+//! refused rather than shipped with a claim the content does not back.
 
 use arrow_buffer::Buffer;
 use arrow_schema::Schema;
@@ -18,27 +20,71 @@ use crate::dataset_type::DatasetType;
 use crate::ipc;
 use crate::load::{Loaded, check_rows};
 use crate::metadata::Metadata;
+use crate::watermark::{SellerKey, Watermark};
 use crate::{Error, Result};
 
-/// Encodes `dataset` with `options`, then encrypts (if asked), licenses and signs it. Returns the
-/// file's bytes.
+/// Watermarks `dataset` for one buyer (if `watermark` is given), encodes it with `options`, then
+/// encrypts (if asked), licenses and signs it. Returns the file's bytes.
+///
+/// With a watermark, the license's WATERMARKED flag is set, and only after the marked table
+/// itself was read back with the seller key and found to carry the buyer (extracted, or at least
+/// verified); `package.license` need not have the flag.
 ///
 /// # Errors
-/// `Usage` for a WATERMARKED license (not implemented yet) or arguments the packaging refuses;
-/// as [`ArrowDataset::to_parts`].
+/// `Usage` for a WATERMARKED license without a watermark, or arguments the packaging refuses; as
+/// [`ArrowDataset::watermarked`] (`NotTraceable`: nothing is packaged); as
+/// [`ArrowDataset::to_parts`].
 pub fn package_commercial(
     dataset: &ArrowDataset,
     options: &SaveOptions,
     package: &CommercialPackage<'_>,
+    watermark: Option<(&Watermark, &SellerKey)>,
     rng: &mut impl CryptoRngCore,
 ) -> Result<Vec<u8>> {
-    if package.license.flags.contains(LicenseFlags::WATERMARKED) {
-        return Err(Error::InvalidArgument(
-            "watermark embedding (000 §9.3) is not implemented: clear the WATERMARKED flag",
-        ));
-    }
+    let mut license = package.license.clone();
+    let marked;
+    let dataset = match watermark {
+        None if license.flags.contains(LicenseFlags::WATERMARKED) => {
+            return Err(Error::InvalidArgument(
+                "a WATERMARKED license needs a watermark to embed: pass one, or clear the flag",
+            ));
+        }
+        None => dataset,
+        Some((watermark, seller_key)) => {
+            let (copy, report) = dataset.watermarked(watermark, seller_key)?;
+            // The claim rests on the table that will be written, read back as a seller reads a
+            // leaked copy (every numeric column), not on the embedder's own bookkeeping.
+            let reading = copy.watermark_reading(seller_key);
+            let traced = reading
+                .extract()
+                .is_some_and(|found| found.buyer_hash == watermark.buyer_hash)
+                || reading.verify(&watermark.buyer_hash).matched;
+            if !traced {
+                return Err(crate::watermark::Error::NotTraceable {
+                    values: report
+                        .slices
+                        .iter()
+                        .map(|s| u64::try_from(s.report.values).unwrap_or(u64::MAX))
+                        .sum(),
+                    marked: report.marked_values(),
+                }
+                .into());
+            }
+            license.flags = license.flags.with(LicenseFlags::WATERMARKED);
+            marked = copy;
+            &marked
+        }
+    };
+    let package = CommercialPackage {
+        license,
+        signer: package.signer,
+        encrypt_to: package.encrypt_to,
+        options: package.options,
+    };
     let parts = dataset.to_parts(options)?;
-    Ok(envelope_license::commercial::package(&parts, package, rng)?)
+    Ok(envelope_license::commercial::package(
+        &parts, &package, rng,
+    )?)
 }
 
 /// Loads a commercial file: signature by one of `trusted` (else `SignatureInvalid`), a license

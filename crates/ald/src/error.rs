@@ -115,6 +115,33 @@ pub enum Error {
     /// The caller passed arguments that cannot work together.
     #[error("Usage: {0}")]
     InvalidArgument(&'static str),
+    /// A watermark was not embedded (000 §9.3): a strength or redundancy out of range, or
+    /// `NotTraceable`, a mark that does not read back with the seller key (nothing was changed,
+    /// and nothing may claim the data is watermarked).
+    #[error("Usage: {0}")]
+    Watermark(#[from] watermark::Error),
+    /// A column selected for a watermark that cannot carry one: its type (strings, decimals,
+    /// nested), or its values (too few, all equal, an integer column whose step would be under 32
+    /// units).
+    #[error("Usage: column {index} ({column:?}, {data_type}) cannot carry a watermark: {reason}")]
+    ColumnNotWatermarkable {
+        /// The column's index in the schema.
+        index: usize,
+        /// Its name.
+        column: String,
+        /// Its Arrow type, as Arrow prints it.
+        data_type: String,
+        /// Why, and what would work.
+        reason: Cow<'static, str>,
+    },
+    /// A column index (of a watermark's selection) past the last column.
+    #[error("Usage: there is no column {index}: the schema has {columns} columns")]
+    NoSuchColumn {
+        /// The index asked for.
+        index: usize,
+        /// The columns the schema has.
+        columns: usize,
+    },
 }
 
 /// The error of a library this crate reads or writes through, kept as the source of an
@@ -152,19 +179,26 @@ impl Error {
             | Self::SchemaText { .. }
             | Self::NotTruenoNative
             | Self::RowsOutOfRange { .. }
-            | Self::InvalidArgument(_) => Signal::Usage,
+            | Self::InvalidArgument(_)
+            | Self::Watermark(_)
+            | Self::ColumnNotWatermarkable { .. }
+            | Self::NoSuchColumn { .. } => Signal::Usage,
         }
     }
 
     /// Whether the failure is about the dataset, not the request, although its signal is `Usage`:
-    /// a column the output format cannot hold (`ColumnNotWritable`) or a file over the reader's
-    /// limits (`LimitExceeded`) is a failure of the operation (a CLI exits 1), not of the command
+    /// a column the output format cannot hold (`ColumnNotWritable`), a file over the reader's
+    /// limits (`LimitExceeded`), or data that cannot carry a watermark (`NotTraceable`,
+    /// `ColumnNotWatermarkable`) is a failure of the operation (a CLI exits 1), not of the command
     /// line.
     #[must_use]
     pub const fn is_operation_failure(&self) -> bool {
         matches!(
             self,
-            Self::ColumnNotWritable { .. } | Self::Envelope(envelope_core::Error::LimitExceeded(_))
+            Self::ColumnNotWritable { .. }
+                | Self::ColumnNotWatermarkable { .. }
+                | Self::Watermark(watermark::Error::NotTraceable { .. })
+                | Self::Envelope(envelope_core::Error::LimitExceeded(_))
         )
     }
 
@@ -263,6 +297,20 @@ mod tests {
                 num_rows: 2,
             },
             Error::InvalidArgument("x"),
+            Error::from(watermark::Error::NotTraceable {
+                values: 3,
+                marked: 3,
+            }),
+            Error::ColumnNotWatermarkable {
+                index: 0,
+                column: "id".into(),
+                data_type: "Utf8".into(),
+                reason: "text".into(),
+            },
+            Error::NoSuchColumn {
+                index: 9,
+                columns: 2,
+            },
             Error::from(envelope_core::Error::ChecksumMismatch {
                 stored: 1,
                 computed: 2,

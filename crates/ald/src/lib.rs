@@ -23,6 +23,10 @@
 //!   cannot hold, a foreign file its reader refuses), with Arrow's, parquet's and MessagePack's
 //!   errors as their [`source`](std::error::Error::source) ([`Cause`]); [`Error::signal`] names
 //!   the Andon signal, which every message starts with.
+//! - **Leak tracing on the table, not the file.** [`watermark`] marks a buyer's fingerprint in
+//!   the numeric columns of an [`ArrowDataset`] (each column one slice across its batches, null
+//!   slots untouched), so it survives re-chunking, sampling, shuffling and export; commercial
+//!   packaging sets the license's WATERMARKED flag only after the marked table reads back.
 //! - **Time is an argument.** License expiry is checked against the `now_unix` the caller passes,
 //!   so wasm32 works without a clock.
 //!
@@ -62,6 +66,7 @@ pub mod load;
 mod metadata;
 mod one_pass;
 mod streaming;
+pub mod watermark;
 
 #[cfg(feature = "commercial")]
 pub mod commercial;

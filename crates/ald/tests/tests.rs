@@ -16,6 +16,7 @@ mod fuzz_corpus;
 mod scaling;
 mod trueno;
 mod verified_bytes;
+mod watermarking;
 
 use std::sync::Arc;
 
@@ -383,6 +384,7 @@ fn commercial_packages_open_until_they_expire() {
             &data,
             &options(Compression::ZstdL3, chunk_rows),
             &package,
+            None,
             &mut OsRng,
         )
         .unwrap();
@@ -445,8 +447,9 @@ fn commercial_packages_open_until_they_expire() {
     }
 }
 
+/// The flag is a claim about the content: without a watermark to embed, it is refused.
 #[test]
-fn watermarked_licenses_are_refused_until_watermarking_exists() {
+fn a_watermarked_license_without_a_watermark_is_refused() {
     let (key, _) = publisher();
     let mut block = license(NOW + 10);
     block.flags = block.flags.with(LicenseFlags::WATERMARKED);
@@ -460,6 +463,7 @@ fn watermarked_licenses_are_refused_until_watermarking_exists() {
         &dataset(10),
         &SaveOptions::default(),
         &package,
+        None,
         &mut OsRng,
     );
     assert_eq!(signal(result), Signal::Usage);

@@ -16,6 +16,14 @@ pub enum Skip {
     NoSpread,
     /// The step `strength * scale` is not a normal f64 of a usable exponent.
     StepOutOfRange,
+    /// The step is finer than the slice's type can hold a mark in: an integer slice needs a step
+    /// of at least 32 units (`strength * scale >= 32`, docs/watermark.md §3).
+    StepTooFine {
+        /// The cell exponent the strength gave.
+        exponent: i32,
+        /// The smallest exponent the type accepts ([`crate::Sample::MIN_EXPONENT`]).
+        min_exponent: i32,
+    },
 }
 
 /// What embedding did to one slice.
@@ -86,7 +94,15 @@ impl Embedder {
             });
             return report;
         };
-        let Some(grid) = Grid::for_strength::<T>(&self.key, self.strength, scale) else {
+        let exponent = Grid::exponent_for(self.strength, scale);
+        if let Some(exponent) = exponent.filter(|&e| e < T::MIN_EXPONENT) {
+            report.skipped = Some(Skip::StepTooFine {
+                exponent,
+                min_exponent: T::MIN_EXPONENT,
+            });
+            return report;
+        }
+        let Some(grid) = exponent.and_then(|e| Grid::new::<T>(&self.key, e)) else {
             report.skipped = Some(Skip::StepOutOfRange);
             return report;
         };

@@ -18,7 +18,8 @@
 //! false-positive figures.
 //!
 //! The engine works on plain slices of [`Sample`] values (f64, f32, and f16 with the default
-//! feature `f16`), one slice per column or tensor, so `ald` and `apr` implement [`Watermarkable`]
+//! feature `f16`; integers, which stay integers, on steps of at least 32 units), one slice per
+//! column or tensor, so `ald` and `apr` implement [`Watermarkable`]
 //! by handing it their columns and tensors. It needs no filesystem, threads or randomness and
 //! builds for `wasm32-unknown-unknown`.
 //!

@@ -130,9 +130,10 @@ impl Cell {
 }
 
 impl Grid {
-    /// The grid `Δ = 2^exponent` for values of type `T`, or `None` if the exponent is out of range.
+    /// The grid `Δ = 2^exponent` for values of type `T`, or `None` if the exponent is out of range
+    /// or below the type's [`Sample::MIN_EXPONENT`] (integers: a step under 32 units).
     pub(crate) fn new<T: Sample>(key: &SellerKey, exponent: i32) -> Option<Self> {
-        if !EXPONENT_RANGE.contains(&exponent) {
+        if !EXPONENT_RANGE.contains(&exponent) || exponent < T::MIN_EXPONENT {
             return None;
         }
         let margin = i32::try_from(T::MANTISSA_BITS - PRECISION_MARGIN_BITS).ok()?;
@@ -144,14 +145,10 @@ impl Grid {
         })
     }
 
-    /// The grid a marker with `strength` uses for a slice of scale `scale`:
+    /// The exponent a marker with `strength` uses for a slice of scale `scale`:
     /// `E = floor(log2(strength * scale))`.
-    pub(crate) fn for_strength<T: Sample>(
-        key: &SellerKey,
-        strength: f64,
-        scale: f64,
-    ) -> Option<Self> {
-        Self::new::<T>(key, exponent_of(strength * scale)?)
+    pub(crate) fn exponent_for(strength: f64, scale: f64) -> Option<i32> {
+        exponent_of(strength * scale)
     }
 
     pub(crate) const fn exponent(&self) -> i32 {
@@ -309,6 +306,32 @@ mod tests {
                 "{x} -> {moved}: {vote}"
             );
             assert!((moved - x).abs() <= grid.step * 1.5);
+        }
+    }
+
+    #[test]
+    fn integer_grids_start_at_a_step_of_32_units() {
+        let key = SellerKey::new([7; 32]);
+        assert!(Grid::new::<i64>(&key, 4).is_none());
+        assert!(Grid::new::<u16>(&key, 5).is_some());
+        assert!(Grid::new::<f32>(&key, -20).is_some());
+        // A value moved on a step of 32 and rounded to an integer stays on its target's side.
+        let grid = Grid::new::<i64>(&key, 5).unwrap();
+        let payload = [0b0110_1001; PAYLOAD_LEN];
+        for x in -3000_i64..3000 {
+            let (c, moved) = grid.embed(x as f64, &payload, None).unwrap();
+            let rounded = i64::from_f64(moved);
+            let (j, f) = grid.locate(rounded.to_f64()).unwrap();
+            if j != c {
+                continue;
+            }
+            let cell = grid.cell(j);
+            let vote = cell.vote(f);
+            let bit = payload_bit(&payload, cell.position);
+            assert!(
+                if bit == 0 { vote > 0.4 } else { vote < -0.4 },
+                "{x} -> {rounded}: {vote}"
+            );
         }
     }
 
