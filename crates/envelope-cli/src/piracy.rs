@@ -18,13 +18,12 @@ use clap::{Args, Subcommand};
 use cli_support::keys::PasswordSource;
 use cli_support::output::{self, Access, Content, Force};
 use cli_support::terminal::Safe;
-use envelope_core::{Envelope, Section};
+use envelope_core::Envelope;
 use envelope_license::{LicenseBlock, LicenseFlags};
 use base64ct::{Base64, Encoding as _};
 use ed25519_dalek::{Signature, Signer as _, VerifyingKey};
 use envelope_sign::Identity;
 use serde_json::{Value, json};
-use sha2::Digest as _;
 use watermark::detect::{self, SliceStatistics};
 use watermark::{Extracted, Reading, SellerKey, Verification};
 
@@ -56,6 +55,47 @@ pub struct Kind {
     pub open: fn(&Path) -> anyhow::Result<Box<dyn Subject>>,
 }
 
+/// How `tool` reads suspects.
+#[must_use]
+pub fn kind_of(tool: Tool) -> Kind {
+    if tool == Tool::APR {
+        crate::model::leaks::PIRACY
+    } else {
+        crate::dataset::leaks::PIRACY
+    }
+}
+
+/// The check of `license --watermarked`: FILE's content carries `licensee`'s mark under the
+/// watermark secret of `identity` (the seller's key file), found by verification (p-value at most
+/// 2^-40). A license never claims a fingerprint that is not there.
+///
+/// # Errors
+/// `WatermarkNotFound` when it does not; reading the file (an encrypted file cannot be checked:
+/// license before encrypting).
+pub fn check_licensee_mark(
+    tool: Tool,
+    file: &Path,
+    licensee: &str,
+    identity: &Identity,
+) -> anyhow::Result<()> {
+    let seller_key = SellerKey::new(*identity.watermark_secret());
+    let subject = open(kind_of(tool), file)
+        .context("--watermarked reads the content to check the mark; license before encrypting")?;
+    let verification = subject
+        .reading(&seller_key)
+        .verify(&seller_key.buyer_hash(licensee.as_bytes()));
+    if !verification.matched {
+        bail!(
+            "WatermarkNotFound: {} does not carry the mark of {licensee:?} under this key (p-value              {:.1e}): run `{} watermark {} --buyer {licensee:?} --seller-key KEY -o OUT` first,              then license OUT; nothing was written",
+            file.display(),
+            verification.p_value,
+            tool.name,
+            file.display()
+        );
+    }
+    Ok(())
+}
+
 /// Where the seller's watermark secret comes from.
 #[derive(Debug, Clone, Args)]
 #[group(required = true, multiple = false, id = "seller")]
@@ -73,6 +113,7 @@ pub struct SellerKeyArgs {
 /// The seller key options with the key file's password sources.
 #[derive(Debug, Clone, Args)]
 pub struct SellerArgs {
+    /// `--seller-key` or `--watermark-secret`.
     #[command(flatten)]
     pub key: SellerKeyArgs,
     /// Where the key file's password comes from.
@@ -122,6 +163,7 @@ pub struct MarkArgs {
     /// embedded; `license --watermarked` later requires the same name as --licensee.
     #[arg(long, value_name = "ID")]
     pub buyer: String,
+    /// The seller's key, which makes the buyer hash and the mark.
     #[command(flatten)]
     pub seller: SellerArgs,
     /// Step of the mark relative to each column's or tensor's interquartile range, from 1e-6
@@ -265,6 +307,7 @@ pub enum PiracyCommand {
     Extract {
         /// The suspect file.
         file: PathBuf,
+        /// The seller's key, which reads the mark.
         #[command(flatten)]
         seller: SellerArgs,
         /// A file of buyer ids, one per line: names the buyer found, and when the copy is too
@@ -312,6 +355,7 @@ pub enum PiracyCommand {
     Scan {
         /// The directory (walked recursively; symlinks are not followed).
         dir: PathBuf,
+        /// The seller's key, which reads the mark.
         #[command(flatten)]
         seller: SellerArgs,
         /// A file of buyer ids, one per line, to name the buyers found.
@@ -640,7 +684,7 @@ fn finding_text(finding: &Finding, buyers: &Buyers) -> String {
 /// The license of an envelope file, if it has one (datasets and models).
 fn license_of(kind: Kind, file: &Path) -> Option<LicenseBlock> {
     let envelope: Envelope<Vec<u8>> = crate::security::load(kind.tool, file).ok()?;
-    LicenseBlock::parse(envelope.section(Section::License)?).ok()
+    envelope_license::read_license(&envelope).ok()?
 }
 
 /// What the license claims about a mark, checked against what was found.
@@ -653,10 +697,7 @@ fn claim_check(license: &LicenseBlock, finding: &Finding, buyers: &Buyers) -> Va
     };
     // The license stores SHA-256(licensee); the mark stores HMAC(K, buyer). A buyer list links
     // the two by name.
-    let licensee = buyers
-        .ids
-        .iter()
-        .find(|id| sha2::Sha256::digest(id.as_bytes()).as_slice() == license.licensee_hash);
+    let licensee = buyers.ids.iter().find(|id| license.is_for(id));
     let mark_is_licensee = match (found, licensee) {
         (Some(hash), Some(id)) => Some(buyers.name(&hash) == Some(id.as_str())),
         _ => None,
@@ -915,10 +956,10 @@ fn verify_command(
         bail!("SignatureInvalid: the signing key is not the evidence's seller_public_key");
     }
     let mut key_bytes = [0u8; 32];
-    let public_key = Base64::decode(public_key_text, &mut key_bytes)
-        .ok()
-        .filter(|bytes| bytes.len() == 32)
-        .and_then(|_| VerifyingKey::from_bytes(&key_bytes).ok())
+    let decoded_len = Base64::decode(public_key_text, &mut key_bytes).map(<[u8]>::len);
+    let public_key = (decoded_len == Ok(32))
+        .then(|| VerifyingKey::from_bytes(&key_bytes).ok())
+        .flatten()
         .context("InvalidFormat: signature.public_key is not an Ed25519 key")?;
     let mut signature_bytes = [0u8; 64];
     hex::decode_to_slice(

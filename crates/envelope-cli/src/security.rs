@@ -317,7 +317,9 @@ pub enum SecurityCommand {
         /// Limit queries (datasets) or inferences (models) to N (recorded; QUERY_LIMITED).
         #[arg(long, value_name = "N")]
         queries: Option<u32>,
-        /// The content carries a buyer-specific fingerprint (WATERMARKED).
+        /// Record that the content carries the licensee's fingerprint (WATERMARKED). Checked,
+        /// not trusted: the payload must carry the mark `watermark --buyer LICENSEE` embedded
+        /// with this same --key, else nothing is written. License before encrypting.
         #[arg(long)]
         watermarked: bool,
         /// The license can be revoked remotely (REVOCABLE).
@@ -523,6 +525,9 @@ pub fn run(tool: Tool, command: SecurityCommand) -> anyhow::Result<()> {
             let envelope = load(tool, file)?;
             let password = tool.password(&password, "key file password", false)?;
             let identity = cli_support::keys::read_identity(&key, &password)?;
+            if watermarked {
+                crate::piracy::check_licensee_mark(tool, file, &licensee, &identity)?;
+            }
             let now = unix_now()?;
             let expires_at = expires
                 .to_zoned(jiff::tz::TimeZone::UTC)

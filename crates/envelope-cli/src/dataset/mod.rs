@@ -21,6 +21,7 @@ use serde_json::json;
 use crate::security::{KeyOptions, Tool};
 
 mod csv_options;
+pub mod leaks;
 pub use csv_options::CsvInputArgs;
 
 /// Payload compression, as named on the command line.

@@ -27,6 +27,8 @@ use serde_json::json;
 use crate::dataset::CompressionArg;
 use crate::security::{KeyOptions, Tool};
 
+pub mod leaks;
+
 /// A quantization type as named on the command line (`q8_0`, `q4_0`, `q4_1`, `q8_tensor`); an
 /// unknown name is `UnsupportedQuantization` (001 §6.2.9), not a usage error.
 fn quant_type(name: &str) -> anyhow::Result<QuantType> {
