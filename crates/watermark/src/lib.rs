@@ -42,6 +42,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod blocks;
 pub mod detect;
 mod embed;
 mod error;
