@@ -13,8 +13,11 @@
 //!   ([`watermark::Marking::finish`]); a model that does not read back is an error and no marked
 //!   copy is returned, so nothing can be flagged WATERMARKED without a mark the seller can find.
 //! - **Reading reads everything that may hold a mark:** F32, F16 and BF16 tensors as f32 (a mark
-//!   made in f32 survives a re-store as f16 when its step is large enough), block tensors both by
-//!   their quants (§12) and by their dequantized values (a mark made in f32 before quantization).
+//!   made in f32 survives a re-store as f16 when its step is large enough) and, re-quantized to
+//!   Q8_0, Q4_0 and Q4_1 with the reference kernels, as blocks (a block mark survives
+//!   dequantization, f16 and weight noise this way: ggml's quantizers give back the same quants);
+//!   block tensors both by their quants (§12) and by their dequantized values (a mark made in
+//!   f32 before quantization).
 
 use ::watermark::detect::{SliceStatistics, analyze};
 use half::f16;
@@ -28,6 +31,7 @@ pub use ::watermark::{
 use crate::error::{Error, Result};
 use crate::model::TensorModel;
 use crate::quant::QuantType;
+use crate::quant::kernels::{self, BLOCK_LEN};
 use crate::tensor::{DType, Tensor};
 
 /// How a tensor can carry a mark.
@@ -125,7 +129,9 @@ impl TensorModel {
 
     /// Every tensor that may hold a mark, read under `seller_key` into one reading (then
     /// `extract`, `verify` or `identify`). Evidence is named by tensor; a block tensor gives two
-    /// records, its quants (`name`) and its dequantized values (`name (dequantized)`).
+    /// records, its quants (`name`) and its dequantized values (`name (dequantized)`); a float
+    /// tensor whose last dimension is a multiple of 32 gives four, its values (`name`) and its
+    /// quants re-quantized to each block type (`name (as q8_0)`, `(as q4_0)`, `(as q4_1)`).
     #[must_use]
     pub fn watermark_reading(&self, seller_key: &SellerKey) -> Reading {
         let mut reading = Reading::new(seller_key);
@@ -160,12 +166,36 @@ impl TensorModel {
     }
 }
 
+/// The block formats a float tensor is re-quantized to when read, with the kernel and block size.
+type Kernel = fn(&[f32], &mut [u8]) -> core::result::Result<(), kernels::KernelError>;
+const REQUANTIZE: [(BlockFormat, &str, Kernel); 3] = [
+    (BlockFormat::Q8_0, "q8_0", kernels::quantize_q8_0),
+    (BlockFormat::Q4_0, "q4_0", kernels::quantize_q4_0),
+    (BlockFormat::Q4_1, "q4_1", kernels::quantize_q4_1),
+];
+
 /// Adds one tensor's votes to `reading` (see [`TensorModel::watermark_reading`]).
 fn read_tensor(reading: &mut Reading, tensor: &Tensor) {
     match tensor.dtype {
         DType::F32 | DType::F16 | DType::BF16 => {
-            if let Ok(values) = tensor.to_f32() {
-                reading.add(&tensor.name, &values);
+            let Ok(values) = tensor.to_f32() else { return };
+            reading.add(&tensor.name, &values);
+            // Blocks run along the last dimension, as `TensorModel::quantize` cuts them.
+            let whole_rows = tensor
+                .shape
+                .last()
+                .is_some_and(|&last| last > 0 && last.is_multiple_of(BLOCK_LEN as u64));
+            if !whole_rows {
+                return;
+            }
+            for (format, name, quantize) in REQUANTIZE {
+                let mut blocks = vec![0; values.len() / BLOCK_LEN * format.block_bytes()];
+                // Non-finite values are refused by the kernels: no block reading then.
+                if quantize(&values, &mut blocks).is_ok() {
+                    let label = format!("{} (as {name})", tensor.name);
+                    // Whole blocks by construction.
+                    let _evidence = reading.add_blocks(&label, format, &blocks).is_ok();
+                }
             }
         }
         DType::Quantized(quant) => {

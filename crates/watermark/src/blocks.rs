@@ -57,6 +57,15 @@ impl BlockFormat {
         }
     }
 
+    /// Position in [`BlockFormat::ALL`].
+    pub(crate) const fn index(self) -> usize {
+        match self {
+            Self::Q8_0 => 0,
+            Self::Q4_0 => 1,
+            Self::Q4_1 => 2,
+        }
+    }
+
     /// Bytes before the quants: the f16 scale (and minimum).
     const fn head(self) -> usize {
         match self {

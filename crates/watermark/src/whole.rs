@@ -148,8 +148,10 @@ pub struct NamedEvidence {
 #[derive(Debug)]
 pub struct Reading {
     extractor: Extractor,
-    /// Votes of quantized blocks per level; the level is chosen over all of them together.
-    blocks: LevelTally,
+    /// Votes of quantized blocks per format ([`BlockFormat::ALL`]) and level; each format's level
+    /// is chosen over all of its tensors together, and a format adds votes only when its best
+    /// level passes the energy gate (a mark lives in one format; the others read noise).
+    blocks: [LevelTally; 3],
     block_key: crate::keys::CellKey,
     /// Every slice read, in order.
     pub slices: Vec<NamedEvidence>,
@@ -161,7 +163,7 @@ impl Reading {
     pub fn new(seller_key: &SellerKey) -> Self {
         Self {
             extractor: Extractor::new(seller_key),
-            blocks: LevelTally::new(),
+            blocks: [LevelTally::new(), LevelTally::new(), LevelTally::new()],
             block_key: seller_key.block_key(),
             slices: Vec::new(),
         }
@@ -197,7 +199,7 @@ impl Reading {
             votes: tally.carriers(),
             energy: tally.best().map_or(0.0, |(_, energy, _)| energy),
         };
-        self.blocks.merge(&tally);
+        self.blocks[format.index()].merge(&tally);
         self.slices.push(NamedEvidence {
             name: name.to_owned(),
             evidence,
@@ -228,7 +230,7 @@ impl Reading {
     #[must_use]
     pub fn extractor(&self) -> Extractor {
         let mut extractor = self.extractor.clone();
-        if let Some(votes) = self.blocks.votes() {
+        for votes in self.blocks.iter().filter_map(LevelTally::votes) {
             extractor.merge_tally(&votes);
         }
         extractor
