@@ -103,7 +103,7 @@ fn f32_distortion() {
             let worst = clean
                 .iter()
                 .zip(&out)
-                .map(|(a, b)| relative_change(&[a.clone()], &[b.clone()]))
+                .map(|(a, b)| relative_change(std::slice::from_ref(a), std::slice::from_ref(b)))
                 .fold(0.0, f64::max);
             let (mut changed, mut max_rel) = (0usize, 0.0f64);
             for (a, b) in model.tensors.iter().zip(&marked.tensors) {

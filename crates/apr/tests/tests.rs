@@ -6,6 +6,7 @@ mod complexity;
 mod fuzz_check;
 mod fuzz_check_safetensors;
 mod vectors;
+mod watermark;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
