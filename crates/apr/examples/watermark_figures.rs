@@ -96,7 +96,7 @@ fn f32_distortion() {
     let batch = inputs(&mut rng, BATCH, 256);
     for (name, model) in models(&mut rng) {
         let clean = forward(&model, &batch);
-        for strength in [1e-4, 3e-4, 1e-3, 3e-3, 1e-2] {
+        for strength in [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2] {
             let (key, mark) = mark(&mut rng, strength, 1.0);
             let (marked, _) = model.watermarked(&mark, &key).expect("traceable");
             let out = forward(&marked, &batch);
