@@ -166,7 +166,7 @@ impl TensorModel {
     }
 }
 
-/// The block formats a float tensor is re-quantized to when read, with the kernel and block size.
+/// The block formats a float tensor is re-quantized to when read, with their names and kernels.
 type Kernel = fn(&[f32], &mut [u8]) -> core::result::Result<(), kernels::KernelError>;
 const REQUANTIZE: [(BlockFormat, &str, Kernel); 3] = [
     (BlockFormat::Q8_0, "q8_0", kernels::quantize_q8_0),
@@ -192,21 +192,18 @@ fn read_tensor(reading: &mut Reading, tensor: &Tensor) {
                 let mut blocks = vec![0; values.len() / BLOCK_LEN * format.block_bytes()];
                 // Non-finite values are refused by the kernels: no block reading then.
                 if quantize(&values, &mut blocks).is_ok() {
-                    let label = format!("{} (as {name})", tensor.name);
-                    // Whole blocks by construction.
-                    let _evidence = reading.add_blocks(&label, format, &blocks).is_ok();
+                    add_blocks(
+                        reading,
+                        &format!("{} (as {name})", tensor.name),
+                        format,
+                        &blocks,
+                    );
                 }
             }
         }
-        DType::Quantized(quant) => {
+        DType::Quantized(_) => {
             if let Carrier::Blocks(format) = carrier(tensor.dtype) {
-                // A tensor always holds whole blocks (`Tensor::new` checks it), so this reads.
-                if reading
-                    .add_blocks(&tensor.name, format, tensor.data())
-                    .is_err()
-                {
-                    debug_assert!(false, "{quant:?} tensor of partial blocks");
-                }
+                add_blocks(reading, &tensor.name, format, tensor.data());
             }
             if let Ok(values) = tensor.to_f32() {
                 reading.add(&format!("{} (dequantized)", tensor.name), &values);
@@ -214,6 +211,13 @@ fn read_tensor(reading: &mut Reading, tensor: &Tensor) {
         }
         DType::I8 | DType::U8 => {}
     }
+}
+
+/// [`Reading::add_blocks`] of data that is whole blocks by construction (a block tensor's data,
+/// which `Tensor::new` checks, or a kernel's output), so it cannot fail.
+fn add_blocks(reading: &mut Reading, name: &str, format: BlockFormat, data: &[u8]) {
+    let read = reading.add_blocks(name, format, data).is_ok();
+    debug_assert!(read, "{name}: partial blocks");
 }
 
 impl Watermarkable for TensorModel {
