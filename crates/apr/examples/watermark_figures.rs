@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use apr::watermark::{SellerKey, Watermark, Watermarkable as _};
 use apr::{ModelType, QuantType, SaveOptions, TensorModel};
-use models::{Rng, dense, forward, inputs, relative_change};
+use models::{Rng, dense, forward, inputs, key_and_mark, relative_change};
 
 /// Inputs per batch of the distortion tables.
 const BATCH: usize = 256;
@@ -59,12 +59,14 @@ fn weights(model: &TensorModel) -> usize {
         .sum()
 }
 
-fn mark(rng: &mut Rng, strength: f32, redundancy: f32) -> (SellerKey, Watermark) {
-    let key = SellerKey::new(rng.bytes32());
-    let mut mark = Watermark::for_buyer(&key, &rng.bytes32());
-    mark.strength = strength;
-    mark.redundancy = redundancy;
-    (key, mark)
+/// Prints a table's header row and separator, then the seeded generator and the input batch of
+/// its rows.
+fn table(columns: &[&str], seed: u64) -> (Rng, Vec<Vec<f64>>) {
+    println!("| {} |", columns.join(" | "));
+    println!("|{}", "---|".repeat(columns.len()));
+    let mut rng = Rng::new(seed);
+    let batch = inputs(&mut rng, BATCH, 256);
+    (rng, batch)
 }
 
 /// "yes" when the key extracts the buyer, "verify" when only `verify` matches, else "no".
@@ -88,16 +90,23 @@ fn f32_distortion() {
         "Weights N(0, 1/fan-in), biases N(0, 0.05). Output change: ‖y' − y‖ / ‖y‖ over the \
          batch; worst sample: the largest per-input ratio. Limit of issue 16: 1e-4.\n"
     );
-    println!(
-        "| model | weights | strength | values changed | max \\|Δw\\| / sd | output change | worst sample | buyer read back |"
+    let (mut rng, batch) = table(
+        &[
+            "model",
+            "weights",
+            "strength",
+            "values changed",
+            "max \\|Δw\\| / sd",
+            "output change",
+            "worst sample",
+            "buyer read back",
+        ],
+        1,
     );
-    println!("|---|---|---|---|---|---|---|---|");
-    let mut rng = Rng::new(1);
-    let batch = inputs(&mut rng, BATCH, 256);
     for (name, model) in models(&mut rng) {
         let clean = forward(&model, &batch);
         for strength in [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2] {
-            let (key, mark) = mark(&mut rng, strength, 1.0);
+            let (key, mark) = key_and_mark(&mut rng, strength, 1.0);
             let (marked, _) = model.watermarked(&mark, &key).expect("traceable");
             let out = forward(&marked, &batch);
             let worst = clean
@@ -108,14 +117,7 @@ fn f32_distortion() {
             let (mut changed, mut max_rel) = (0usize, 0.0f64);
             for (a, b) in model.tensors.iter().zip(&marked.tensors) {
                 let (a, b) = (a.to_f32().expect("f32"), b.to_f32().expect("f32"));
-                let n = a.len() as f64;
-                let mean = a.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
-                let sd = (a
-                    .iter()
-                    .map(|&v| (f64::from(v) - mean).powi(2))
-                    .sum::<f64>()
-                    / n)
-                    .sqrt();
+                let sd = models::sd(&a);
                 for (x, y) in a.iter().zip(&b) {
                     if x != y {
                         changed += 1;
@@ -154,12 +156,18 @@ fn block_distortion() {
          against the same quantized model unmarked (what the mark itself changes); \"vs f32\": \
          the quantized model's error against the f32 model, unmarked → marked.\n"
     );
-    println!(
-        "| model | type | redundancy | quants changed | output change vs quantized | error vs f32 | buyer read back |"
+    let (mut rng, batch) = table(
+        &[
+            "model",
+            "type",
+            "redundancy",
+            "quants changed",
+            "output change vs quantized",
+            "error vs f32",
+            "buyer read back",
+        ],
+        2,
     );
-    println!("|---|---|---|---|---|---|---|");
-    let mut rng = Rng::new(2);
-    let batch = inputs(&mut rng, BATCH, 256);
     for (name, model) in models(&mut rng) {
         let reference = forward(&model, &batch);
         for quant in BLOCK_TYPES {
@@ -167,7 +175,7 @@ fn block_distortion() {
             let plain = forward(&quantized, &batch);
             for level in [0, 4, 8] {
                 let redundancy = 0.5f32.powi(level);
-                let (key, mark) = mark(&mut rng, 1e-3, redundancy);
+                let (key, mark) = key_and_mark(&mut rng, 1e-3, redundancy);
                 let mut marked = quantized.clone();
                 let outcome = marked.embed_watermark(&mark, &key).map_or_else(
                     |e| format!("refused ({})", short(&e.to_string())),
@@ -213,7 +221,7 @@ fn large_tensor() {
         let plain = forward(&quantized, &batch);
         let bytes = quantized.tensors[0].data().len() as f64;
         for &level in levels {
-            let (key, mark) = mark(&mut rng, 1e-3, 0.5f32.powi(level));
+            let (key, mark) = key_and_mark(&mut rng, 1e-3, 0.5f32.powi(level));
             let start = Instant::now();
             let result = quantized.watermarked(&mark, &key);
             let embed = start.elapsed().as_secs_f64();
@@ -421,7 +429,7 @@ fn survival() {
                 Some(q) => clean.quantize(q).expect("finite"),
                 None => clean.clone(),
             };
-            let (key, mark) = mark(&mut rng, subject.strength, subject.redundancy);
+            let (key, mark) = key_and_mark(&mut rng, subject.strength, subject.redundancy);
             let (marked, _) = base.watermarked(&mark, &key).expect("traceable");
             for (a, (_, attack)) in attacks.iter().enumerate() {
                 let attacked = attack(&marked, &mut rng);
@@ -469,7 +477,7 @@ fn false_positives() {
             if let Some(q) = quant {
                 model = model.quantize(q).expect("finite");
             }
-            let (key, mark) = mark(&mut rng, 1e-3, 1.0);
+            let (key, mark) = key_and_mark(&mut rng, 1e-3, 1.0);
             if marked {
                 model = model.watermarked(&mark, &key).expect("traceable").0;
             }

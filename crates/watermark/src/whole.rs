@@ -71,6 +71,11 @@ impl Marking {
         if report.marked > 0 {
             self.reading.add(name, values);
         }
+        self.record(name, report)
+    }
+
+    /// Keeps one slice's report in order and returns it.
+    fn record(&mut self, name: &str, report: SliceReport) -> &SliceReport {
         self.slices.push(NamedReport {
             name: name.to_owned(),
             report,
@@ -93,11 +98,7 @@ impl Marking {
         if report.marked > 0 {
             self.reading.add_blocks(name, format, data)?;
         }
-        self.slices.push(NamedReport {
-            name: name.to_owned(),
-            report,
-        });
-        Ok(&self.slices[self.slices.len() - 1].report)
+        Ok(self.record(name, report))
     }
 
     /// The report, once the marked slices together read back as the buyer: extracted
@@ -172,6 +173,11 @@ impl Reading {
     /// Reads one slice ([`Extractor::add`]).
     pub fn add<T: Sample>(&mut self, name: &str, values: &[T]) -> &SliceEvidence {
         let evidence = self.extractor.add(values);
+        self.record(name, evidence)
+    }
+
+    /// Keeps one slice's evidence in order and returns it.
+    fn record(&mut self, name: &str, evidence: SliceEvidence) -> &SliceEvidence {
         self.slices.push(NamedEvidence {
             name: name.to_owned(),
             evidence,
@@ -200,11 +206,7 @@ impl Reading {
             energy: tally.best().map_or(0.0, |(_, energy, _)| energy),
         };
         self.blocks[format.index()].merge(&tally);
-        self.slices.push(NamedEvidence {
-            name: name.to_owned(),
-            evidence,
-        });
-        Ok(&self.slices[self.slices.len() - 1].evidence)
+        Ok(self.record(name, evidence))
     }
 
     /// [`Extractor::extract`] over every slice read.

@@ -10,6 +10,7 @@
     reason = "shared by an example and a test that each use part of it; seeded test data"
 )]
 
+use apr::watermark::{SellerKey, Watermark};
 use apr::{DType, QuantType, Tensor, TensorModel};
 
 /// SplitMix64: seeded, the same on every machine.
@@ -157,6 +158,31 @@ pub(crate) fn dequantized(model: &TensorModel) -> TensorModel {
     .expect("unique names")
 }
 
+/// The standard deviation of `values` (population).
+pub(crate) fn sd(values: &[f32]) -> f64 {
+    let n = values.len() as f64;
+    let mean = values.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
+    (values
+        .iter()
+        .map(|&v| (f64::from(v) - mean).powi(2))
+        .sum::<f64>()
+        / n)
+        .sqrt()
+}
+
+/// A fresh seller key and a mark of a random buyer with `strength` and `redundancy`.
+pub(crate) fn key_and_mark(
+    rng: &mut Rng,
+    strength: f32,
+    redundancy: f32,
+) -> (SellerKey, Watermark) {
+    let key = SellerKey::new(rng.bytes32());
+    let mut mark = Watermark::for_buyer(&key, &rng.bytes32());
+    mark.strength = strength;
+    mark.redundancy = redundancy;
+    (key, mark)
+}
+
 /// Adds N(0, (level × sd of the tensor)²) to every weight of every F32 tensor: a stand-in for
 /// fine-tuning.
 pub(crate) fn with_noise(model: &TensorModel, level: f64, rng: &mut Rng) -> TensorModel {
@@ -166,14 +192,7 @@ pub(crate) fn with_noise(model: &TensorModel, level: f64, rng: &mut Rng) -> Tens
             continue;
         }
         let values = tensor.to_f32().expect("f32");
-        let n = values.len() as f64;
-        let mean = values.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
-        let sd = (values
-            .iter()
-            .map(|&v| (f64::from(v) - mean).powi(2))
-            .sum::<f64>()
-            / n)
-            .sqrt();
+        let sd = sd(&values);
         let noisy: Vec<f32> = values
             .iter()
             .map(|&v| (f64::from(v) + level * sd * rng.normal()) as f32)

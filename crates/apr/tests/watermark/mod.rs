@@ -9,15 +9,7 @@ mod models;
 
 use apr::watermark::{SellerKey, Traceability, Watermark, Watermarkable as _};
 use apr::{ModelType, QuantType, SaveOptions, TensorModel};
-use models::{Rng, dense, forward, inputs, relative_change};
-
-fn key_and_mark(rng: &mut Rng, strength: f32, redundancy: f32) -> (SellerKey, Watermark) {
-    let key = SellerKey::new(rng.bytes32());
-    let mut mark = Watermark::for_buyer(&key, &rng.bytes32());
-    mark.strength = strength;
-    mark.redundancy = redundancy;
-    (key, mark)
-}
+use models::{Rng, dense, forward, inputs, key_and_mark, relative_change};
 
 /// The small MLP of these tests (70 k weights; the figures use a larger one).
 fn small_mlp(rng: &mut Rng) -> TensorModel {
