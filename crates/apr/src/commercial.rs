@@ -1,14 +1,15 @@
 //! Commercial models (003 §8.3-§8.5): thin wrappers over `envelope_license::commercial` that add
 //! the model's own steps, the watermark before packaging and the typed decode after opening.
 //!
-//! Packaging: watermark the weights (if a [`Watermark`] engine is given) → build the file →
-//! encrypt → attach the license → sign. Loading: signature → license (expiry) → decryption →
-//! model type → metadata → payload, stopping at the first failure.
+//! Packaging: watermark the weights (if a [`Watermark`] and the seller's key are given; the mark
+//! must read back before the license may say WATERMARKED) → build the file → encrypt → attach the
+//! license → sign. Loading: signature → license (expiry) → decryption → model type → metadata →
+//! payload, stopping at the first failure.
 
 use envelope_core::{Envelope, Format};
 use envelope_crypto::{CryptoRngCore, DecryptionKey};
-use envelope_license::LicenseBlock;
 use envelope_license::commercial::{self, CommercialPackage};
+use envelope_license::{LicenseBlock, LicenseFlags};
 use envelope_sign::TrustedKeys;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -17,48 +18,39 @@ use crate::card::ModelMetadata;
 use crate::codec::{
     SaveOptions, checked_metadata, decode_serde, model_parts, tensor_parts, tensors_from,
 };
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::TensorModel;
 use crate::model_type::ModelType;
+use crate::watermark::{SellerKey, Watermark};
 
-/// A watermark engine (003 §8.3): embeds a buyer-specific fingerprint in the weights before a
-/// model is packaged. The engine itself comes with a later issue; this is its place in the
-/// pipeline.
-pub trait Watermark {
-    /// The engine's name (recorded nowhere in the file; for messages).
-    fn name(&self) -> &str;
-
-    /// Embeds the fingerprint of `licensee_hash` into `model`'s weights.
-    ///
-    /// # Errors
-    /// Whatever the engine reports (for example a model with no weights to mark).
-    fn embed(&self, model: &mut TensorModel, licensee_hash: &[u8; 32]) -> Result<()>;
-}
-
-/// Packages a tensor model for one buyer: watermark (optional; sets the license's WATERMARKED
-/// flag), then `envelope_license::commercial::package` (encrypt → license → sign).
+/// Packages a tensor model for one buyer: with `watermark`, embeds the buyer's mark under the
+/// seller key ([`TensorModel::watermarked`], which reads the whole model back) and only then sets
+/// the license's WATERMARKED flag; then `envelope_license::commercial::package` (encrypt →
+/// license → sign). `watermark.buyer_hash` should be the seller key's hash of the licensee
+/// (`SellerKey::buyer_hash`), so that the license and the mark name the same buyer.
 ///
 /// # Errors
-/// The watermark engine's errors; as [`tensor_parts`] and `envelope_license::commercial::package`.
+/// `WatermarkClaimWithoutMark` for a license that already says WATERMARKED without a watermark to
+/// embed; as [`TensorModel::watermarked`], [`tensor_parts`] and
+/// `envelope_license::commercial::package`.
 pub fn package_commercial(
     model: &TensorModel,
     model_type: ModelType,
     options: &SaveOptions,
     package: &CommercialPackage<'_>,
-    watermark: Option<&dyn Watermark>,
+    watermark: Option<(&Watermark, &SellerKey)>,
     rng: &mut impl CryptoRngCore,
 ) -> Result<Vec<u8>> {
     let mut license = package.license.clone();
     let marked;
     let model = match watermark {
-        Some(engine) => {
-            let mut copy = model.clone();
-            engine.embed(&mut copy, &license.licensee_hash)?;
-            license.flags = license
-                .flags
-                .with(envelope_license::LicenseFlags::WATERMARKED);
-            marked = copy;
+        Some((watermark, seller_key)) => {
+            marked = model.watermarked(watermark, seller_key)?.0;
+            license.flags = license.flags.with(LicenseFlags::WATERMARKED);
             &marked
+        }
+        None if license.flags.contains(LicenseFlags::WATERMARKED) => {
+            return Err(Error::WatermarkClaimWithoutMark);
         }
         None => model,
     };
@@ -79,7 +71,8 @@ pub fn package_commercial(
 /// weights a generic engine could mark, so there is no watermark step).
 ///
 /// # Errors
-/// As [`model_parts`] and `envelope_license::commercial::package`.
+/// `WatermarkClaimWithoutMark` for a license that says WATERMARKED (nothing here can back it); as
+/// [`model_parts`] and `envelope_license::commercial::package`.
 pub fn package_commercial_serde<M: Serialize + ?Sized>(
     model: &M,
     model_type: ModelType,
@@ -87,6 +80,9 @@ pub fn package_commercial_serde<M: Serialize + ?Sized>(
     package: &CommercialPackage<'_>,
     rng: &mut impl CryptoRngCore,
 ) -> Result<Vec<u8>> {
+    if package.license.flags.contains(LicenseFlags::WATERMARKED) {
+        return Err(Error::WatermarkClaimWithoutMark);
+    }
     Ok(commercial::package(
         &model_parts(model, model_type, options)?,
         package,

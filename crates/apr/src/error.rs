@@ -184,6 +184,27 @@ pub enum Error {
         /// The entry's name.
         tensor: String,
     },
+    /// A watermark that cannot be embedded (strength or redundancy out of range), or that the
+    /// model cannot carry (`NotTraceable`: the marked tensors do not read back as the buyer).
+    #[error("Usage: {0}")]
+    Watermark(#[from] watermark::Error),
+    /// A tensor chosen explicitly for a watermark is of a type that cannot carry one.
+    #[error("Usage: tensor {tensor:?} ({dtype}) cannot carry a watermark: {reason}")]
+    WatermarkUnsupported {
+        /// The tensor's name.
+        tensor: String,
+        /// Its dtype's name.
+        dtype: &'static str,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A license claims WATERMARKED but no watermark was given to embed (issue 16: the flag is
+    /// set only by an actual embedding).
+    #[error(
+        "Usage: the license has the WATERMARKED flag but no watermark was given: pass the \
+         watermark and seller key, which set the flag after embedding"
+    )]
+    WatermarkClaimWithoutMark,
     /// Calibration samples that cannot be used (`crate::quant::calibration`).
     #[error("Usage: {0}")]
     Calibration(#[from] crate::quant::calibration::SamplesError),
@@ -241,14 +262,16 @@ impl Error {
     }
 
     /// Whether the failure is about the model or its data, not the request, although its signal
-    /// is `Usage`: a tensor the target format cannot hold (`ExportFailed`) or a file over the
-    /// reader's limits (`LimitExceeded`) is a failure of the operation (a CLI exits 1), not of the
-    /// command line.
+    /// is `Usage`: a tensor the target format cannot hold (`ExportFailed`), a file over the
+    /// reader's limits (`LimitExceeded`) or a model too small to carry a watermark
+    /// (`NotTraceable`) is a failure of the operation (a CLI exits 1), not of the command line.
     #[must_use]
     pub const fn is_operation_failure(&self) -> bool {
         matches!(
             self,
-            Self::ExportFailed { .. } | Self::Envelope(envelope_core::Error::LimitExceeded(_))
+            Self::ExportFailed { .. }
+                | Self::Envelope(envelope_core::Error::LimitExceeded(_))
+                | Self::Watermark(watermark::Error::NotTraceable { .. })
         )
     }
 
@@ -353,6 +376,16 @@ mod tests {
             Error::GgufTooLarge { tensor: "w".into() },
             Error::FetchedTensorDiffers { tensor: "w".into() },
             Error::from(crate::quant::calibration::SamplesError::NoRows),
+            Error::from(watermark::Error::NotTraceable {
+                values: 3,
+                marked: 0,
+            }),
+            Error::WatermarkUnsupported {
+                tensor: "w".into(),
+                dtype: "f16",
+                reason: "x",
+            },
+            Error::WatermarkClaimWithoutMark,
         ];
         for error in errors {
             let message = error.to_string();

@@ -18,6 +18,9 @@
 //! - **Export is strict where ggml is strict.** The GGUF writer ([`gguf`]) enforces ggml's loader
 //!   rules (name length, dimensions, block multiples, alignment) with typed errors, rather than
 //!   writing a file only the lenient Python reader accepts.
+//! - **Leak tracing is an embedding, not a flag** ([`watermark`], issue 16): a buyer's mark goes
+//!   into F32 tensors (keyed QIM) and Q8_0/Q4_x blocks (keyed quant parity), the whole model is
+//!   read back before it counts, and only then may a license say WATERMARKED.
 //! - **Memory, not files, is the core.** Everything loads from `&[u8]` (`include_bytes!`,
 //!   wasm32); the [`fs`] module (feature `fs`, native only) adds atomic saves and mapped loads.
 //!
@@ -57,6 +60,7 @@ pub mod safetensors;
 mod summary;
 mod tensor;
 pub mod trueno;
+pub mod watermark;
 
 #[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
 pub mod fs;

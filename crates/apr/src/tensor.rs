@@ -199,6 +199,11 @@ impl Tensor {
         &self.data
     }
 
+    /// The stored bytes, to change in place (their length, hence dtype and shape, stays).
+    pub(crate) fn data_mut(&mut self) -> &mut [u8] {
+        &mut self.data
+    }
+
     /// Takes the stored bytes.
     #[must_use]
     pub fn into_data(self) -> Vec<u8> {

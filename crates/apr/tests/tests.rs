@@ -6,6 +6,7 @@ mod complexity;
 mod fuzz_check;
 mod fuzz_check_safetensors;
 mod vectors;
+mod watermark;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -408,28 +409,14 @@ fn quantization_gates_through_the_api() {
 }
 
 mod commercial {
-    use apr::commercial::{Watermark, load_commercial_tensors, package_commercial};
+    use apr::commercial::{load_commercial_tensors, package_commercial};
+    use apr::watermark::{SellerKey, Watermark};
     use envelope_crypto::{DecryptionKey, EncryptOptions, EncryptTo, OsRng};
     use envelope_license::commercial::CommercialPackage;
     use envelope_license::{LicenseBlock, LicenseFlags};
     use envelope_sign::{Identity, TrustedKeys};
 
     use super::*;
-
-    struct FlipLastBit;
-
-    impl Watermark for FlipLastBit {
-        fn name(&self) -> &str {
-            "flip-last-bit"
-        }
-        fn embed(&self, model: &mut TensorModel, licensee_hash: &[u8; 32]) -> apr::Result<()> {
-            let first = &mut model.tensors[0];
-            let mut data = first.data().to_vec();
-            data[0] ^= licensee_hash[0] & 1 | 1;
-            *first = Tensor::new(first.name.clone(), first.dtype, first.shape.clone(), data)?;
-            Ok(())
-        }
-    }
 
     fn setup() -> (Identity, Identity, LicenseBlock) {
         let seller = Identity::from_seed([7; 32]);
@@ -443,8 +430,17 @@ mod commercial {
         seller: &Identity,
         buyer: &Identity,
         license: LicenseBlock,
-        watermark: Option<&dyn Watermark>,
+        watermark: Option<(&Watermark, &SellerKey)>,
     ) -> Vec<u8> {
+        try_package(seller, buyer, license, watermark).unwrap()
+    }
+
+    fn try_package(
+        seller: &Identity,
+        buyer: &Identity,
+        license: LicenseBlock,
+        watermark: Option<(&Watermark, &SellerKey)>,
+    ) -> apr::Result<Vec<u8>> {
         let signer = seller.signing_key();
         let recipient = buyer.recipient_public_key();
         let package = CommercialPackage {
@@ -461,7 +457,6 @@ mod commercial {
             watermark,
             &mut OsRng,
         )
-        .unwrap()
     }
 
     /// `apr::LoadOptions` applies the same policy as `ald::LoadOptions` (issue 15): the
@@ -569,10 +564,14 @@ mod commercial {
         );
     }
 
+    /// Issue 16: the WATERMARKED flag is set by an embedding that reads back, and the seller's
+    /// key finds the licensee in the delivered model.
     #[test]
     fn watermark_runs_before_packaging_and_is_flagged() {
         let (seller, buyer, license) = setup();
-        let bytes = package(&seller, &buyer, license, Some(&FlipLastBit));
+        let seller_key = SellerKey::new([5; 32]);
+        let mark = Watermark::for_buyer(&seller_key, &license.licensee_hash);
+        let bytes = package(&seller, &buyer, license, Some((&mark, &seller_key)));
         let trusted = TrustedKeys::from_keys([seller.signing_public_key()]);
         let secret = buyer.recipient_secret_key();
         let (model, got) = load_commercial_tensors(
@@ -585,7 +584,27 @@ mod commercial {
         .unwrap();
         assert!(got.flags.contains(LicenseFlags::WATERMARKED));
         assert_ne!(model.tensors[0], sample_model().tensors[0]);
-        assert_eq!(model.tensors[1], sample_model().tensors[1]);
+        // 15 values: too few to carry a mark, left as they are.
+        assert_eq!(model.tensors[3], sample_model().tensors[3]);
+        use apr::watermark::Watermarkable as _;
+        let found = model.extract_watermark(&seller_key).unwrap();
+        assert_eq!(found.buyer_hash, mark.buyer_hash);
+        assert!(sample_model().extract_watermark(&seller_key).is_none());
+    }
+
+    /// A license may not claim WATERMARKED without a mark, and a model that cannot carry one is
+    /// refused before anything is packaged.
+    #[test]
+    fn a_watermarked_claim_needs_a_mark_that_reads_back() {
+        let (seller, buyer, mut license) = setup();
+        license.flags = license.flags.with(LicenseFlags::WATERMARKED);
+        let error = try_package(&seller, &buyer, license.clone(), None).unwrap_err();
+        assert!(matches!(error, apr::Error::WatermarkClaimWithoutMark));
+        let seller_key = SellerKey::new([5; 32]);
+        let mut mark = Watermark::for_buyer(&seller_key, b"buyer");
+        mark.column_indices = vec![3];
+        let error = try_package(&seller, &buyer, license, Some((&mark, &seller_key))).unwrap_err();
+        assert!(error.is_operation_failure(), "{error}");
     }
 }
 

@@ -35,4 +35,12 @@ pub enum Error {
         /// Values that now carry a mark bit.
         marked: u64,
     },
+    /// Quantized block data (`crate::blocks`) that is not a whole number of blocks.
+    #[error("INVALID_WATERMARK: {bytes} bytes are not whole blocks of {block_bytes} bytes")]
+    NotWholeBlocks {
+        /// Bytes given.
+        bytes: u64,
+        /// Bytes of one block of the format.
+        block_bytes: u64,
+    },
 }

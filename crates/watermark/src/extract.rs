@@ -24,9 +24,9 @@ pub const MIN_ENERGY: f64 = 1.5;
 /// passes the tag check: `2^-(8 * TAG_LEN)` = 2^-64.
 const TAG_FALSE_MATCH: f64 = 1.0 / 18_446_744_073_709_551_616.0;
 
-/// Votes per payload position.
+/// Votes per payload position (also summed by `crate::blocks` for quantized blocks).
 #[derive(Debug, Clone)]
-struct Tally {
+pub(crate) struct Tally {
     /// Sum of soft votes (positive reads bit 0).
     sum: [f64; PAYLOAD_BITS],
     /// Sum of squared soft votes.
@@ -37,7 +37,7 @@ struct Tally {
 }
 
 impl Tally {
-    const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         Self {
             sum: [0.0; PAYLOAD_BITS],
             square: [0.0; PAYLOAD_BITS],
@@ -46,7 +46,7 @@ impl Tally {
         }
     }
 
-    fn add(&mut self, position: usize, vote: f64) {
+    pub(crate) fn add(&mut self, position: usize, vote: f64) {
         self.sum[position] += vote;
         self.square[position] += vote * vote;
         if vote > 0.0 {
@@ -56,7 +56,7 @@ impl Tally {
         }
     }
 
-    fn merge(&mut self, other: &Self) {
+    pub(crate) fn merge(&mut self, other: &Self) {
         for p in 0..PAYLOAD_BITS {
             self.sum[p] += other.sum[p];
             self.square[p] += other.square[p];
@@ -67,7 +67,7 @@ impl Tally {
 
     /// Alignment of the votes: `Σ sum² / Σ square`. About 1 for votes of random sign, about the
     /// votes per position for a mark.
-    fn energy(&self) -> f64 {
+    pub(crate) fn energy(&self) -> f64 {
         let square: f64 = self.square.iter().sum();
         if square > 0.0 {
             self.sum.iter().map(|s| s * s).sum::<f64>() / square
@@ -76,7 +76,7 @@ impl Tally {
         }
     }
 
-    fn votes(&self) -> u64 {
+    pub(crate) fn votes(&self) -> u64 {
         self.zeros.iter().chain(&self.ones).sum()
     }
 
@@ -143,7 +143,7 @@ pub struct Verification {
 }
 
 /// Reads any number of slices under one seller key, then extracts or verifies.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Extractor {
     key: SellerKey,
     tally: Tally,
@@ -211,6 +211,11 @@ impl Extractor {
         evidence.votes = tally.votes();
         self.tally.merge(&tally);
         evidence
+    }
+
+    /// Adds votes read elsewhere in the crate (quantized blocks, `crate::blocks`).
+    pub(crate) fn merge_tally(&mut self, tally: &Tally) {
+        self.tally.merge(tally);
     }
 
     /// The buyer whose payload the votes decode to, if its tag verifies.

@@ -19,6 +19,8 @@ pub const LABEL_BUYER: &[u8] = b"ml-envelope/watermark/v1/buyer";
 pub const LABEL_TAG: &[u8] = b"ml-envelope/watermark/v1/tag";
 /// HMAC label of the per-exponent cell key.
 pub const LABEL_CELL: &[u8] = b"ml-envelope/watermark/v1/cell";
+/// HMAC label of the element key of quantized blocks (`crate::blocks`).
+pub const LABEL_BLOCK: &[u8] = b"ml-envelope/watermark/v1/block";
 
 /// Bytes of the authentication tag carried after the buyer hash.
 pub const TAG_LEN: usize = 8;
@@ -81,7 +83,18 @@ impl SellerKey {
     /// `HMAC-SHA256(K, LABEL_CELL || 0x00 || exponent as i32 little-endian)`.
     #[must_use]
     pub fn cell_key(&self, exponent: i32) -> CellKey {
-        let digest = self.hmac(LABEL_CELL, &exponent.to_le_bytes());
+        Self::sip_key(&self.hmac(LABEL_CELL, &exponent.to_le_bytes()))
+    }
+
+    /// The SipHash key of quantized blocks' elements (`crate::blocks`): the first 16 bytes of
+    /// `HMAC-SHA256(K, LABEL_BLOCK || 0x00)`.
+    #[must_use]
+    pub fn block_key(&self) -> CellKey {
+        Self::sip_key(&self.hmac(LABEL_BLOCK, &[]))
+    }
+
+    /// A SipHash key from the first 16 bytes of a digest (`k0`, `k1` little-endian).
+    fn sip_key(digest: &[u8; 32]) -> CellKey {
         let word = |at: usize| {
             let mut bytes = [0; 8];
             bytes.copy_from_slice(&digest[at..at + 8]);

@@ -23,6 +23,10 @@
 //! by handing it their columns and tensors. It needs no filesystem, threads or randomness and
 //! builds for `wasm32-unknown-unknown`.
 //!
+//! Quantized tensors (GGUF Q8_0, Q4_0, Q4_1 blocks) carry the same payload in the keyed parity of
+//! sparse quants instead ([`blocks`], docs/watermark.md §12), through [`Marking::embed_blocks`] and
+//! [`Reading::add_blocks`].
+//!
 //! ```
 //! use watermark::{SellerKey, Watermark, Watermarkable};
 //!
@@ -43,6 +47,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod blocks;
 pub mod detect;
 mod embed;
 mod error;

@@ -2,6 +2,7 @@
 //! read by one extractor, with what each slice gave. `ald` and `apr` drive these two types; the
 //! CLIs and the evidence report read their per-slice records.
 
+use crate::blocks::{BlockEmbedder, BlockFormat, LevelTally};
 use crate::embed::{Embedder, SliceReport};
 use crate::error::Error;
 use crate::extract::{Extracted, Extractor, SliceEvidence, Verification};
@@ -43,6 +44,7 @@ impl MarkReport {
 #[derive(Debug)]
 pub struct Marking {
     embedder: Embedder,
+    blocks: BlockEmbedder,
     reading: Reading,
     buyer_hash: [u8; 32],
     slices: Vec<NamedReport>,
@@ -56,6 +58,7 @@ impl Marking {
     pub fn new(seller_key: &SellerKey, watermark: &Watermark) -> Result<Self, Error> {
         Ok(Self {
             embedder: Embedder::new(seller_key, watermark)?,
+            blocks: BlockEmbedder::new(seller_key, watermark),
             reading: Reading::new(seller_key),
             buyer_hash: watermark.buyer_hash,
             slices: Vec::new(),
@@ -68,11 +71,34 @@ impl Marking {
         if report.marked > 0 {
             self.reading.add(name, values);
         }
+        self.record(name, report)
+    }
+
+    /// Keeps one slice's report in order and returns it.
+    fn record(&mut self, name: &str, report: SliceReport) -> &SliceReport {
         self.slices.push(NamedReport {
             name: name.to_owned(),
             report,
         });
         &self.slices[self.slices.len() - 1].report
+    }
+
+    /// Marks one tensor of quantized blocks in place (docs/watermark.md §12) and reads it back
+    /// into the check of [`Marking::finish`]. `report.marked` counts the quants that carry a bit.
+    ///
+    /// # Errors
+    /// [`Error::NotWholeBlocks`] (nothing was changed).
+    pub fn embed_blocks(
+        &mut self,
+        name: &str,
+        format: BlockFormat,
+        data: &mut [u8],
+    ) -> Result<&SliceReport, Error> {
+        let report = self.blocks.embed(format, data)?;
+        if report.marked > 0 {
+            self.reading.add_blocks(name, format, data)?;
+        }
+        Ok(self.record(name, report))
     }
 
     /// The report, once the marked slices together read back as the buyer: extracted
@@ -123,6 +149,11 @@ pub struct NamedEvidence {
 #[derive(Debug)]
 pub struct Reading {
     extractor: Extractor,
+    /// Votes of quantized blocks per format ([`BlockFormat::ALL`]) and level; each format's level
+    /// is chosen over all of its tensors together, and a format adds votes only when its best
+    /// level passes the energy gate (a mark lives in one format; the others read noise).
+    blocks: [LevelTally; 3],
+    block_key: crate::keys::CellKey,
     /// Every slice read, in order.
     pub slices: Vec<NamedEvidence>,
 }
@@ -133,6 +164,8 @@ impl Reading {
     pub fn new(seller_key: &SellerKey) -> Self {
         Self {
             extractor: Extractor::new(seller_key),
+            blocks: [LevelTally::new(), LevelTally::new(), LevelTally::new()],
+            block_key: seller_key.block_key(),
             slices: Vec::new(),
         }
     }
@@ -140,6 +173,11 @@ impl Reading {
     /// Reads one slice ([`Extractor::add`]).
     pub fn add<T: Sample>(&mut self, name: &str, values: &[T]) -> &SliceEvidence {
         let evidence = self.extractor.add(values);
+        self.record(name, evidence)
+    }
+
+    /// Keeps one slice's evidence in order and returns it.
+    fn record(&mut self, name: &str, evidence: SliceEvidence) -> &SliceEvidence {
         self.slices.push(NamedEvidence {
             name: name.to_owned(),
             evidence,
@@ -147,28 +185,57 @@ impl Reading {
         &self.slices[self.slices.len() - 1].evidence
     }
 
+    /// Reads one tensor of quantized blocks (docs/watermark.md §12). Its evidence: `values` its
+    /// quants, `votes` the carrier quants at every level, `energy` the best level's cell energy
+    /// of this tensor alone, `exponent` none. Which level votes is decided over every block
+    /// tensor read, when the reading extracts or verifies.
+    ///
+    /// # Errors
+    /// [`Error::NotWholeBlocks`].
+    pub fn add_blocks(
+        &mut self,
+        name: &str,
+        format: BlockFormat,
+        data: &[u8],
+    ) -> Result<&SliceEvidence, Error> {
+        let tally = LevelTally::read(&self.block_key, format, data)?;
+        let evidence = SliceEvidence {
+            values: data.len() / format.block_bytes() * crate::blocks::BLOCK_VALUES,
+            exponent: None,
+            votes: tally.carriers(),
+            energy: tally.best().map_or(0.0, |(_, energy, _)| energy),
+        };
+        self.blocks[format.index()].merge(&tally);
+        Ok(self.record(name, evidence))
+    }
+
     /// [`Extractor::extract`] over every slice read.
     #[must_use]
     pub fn extract(&self) -> Option<Extracted> {
-        self.extractor.extract()
+        self.extractor().extract()
     }
 
     /// [`Extractor::verify`] over every slice read.
     #[must_use]
     pub fn verify(&self, buyer_hash: &[u8; 32]) -> Verification {
-        self.extractor.verify(buyer_hash)
+        self.extractor().verify(buyer_hash)
     }
 
     /// [`Extractor::identify`] over every slice read.
     #[must_use]
     pub fn identify(&self, buyers: &[[u8; 32]]) -> Option<(usize, Verification)> {
-        self.extractor.identify(buyers)
+        self.extractor().identify(buyers)
     }
 
-    /// The extractor itself (for merging readings or custom decisions).
+    /// An extractor holding every vote of the reading: the float slices' and, at the level the
+    /// search chose, the quantized blocks' (for merging readings or custom decisions).
     #[must_use]
-    pub const fn extractor(&self) -> &Extractor {
-        &self.extractor
+    pub fn extractor(&self) -> Extractor {
+        let mut extractor = self.extractor.clone();
+        for votes in self.blocks.iter().filter_map(LevelTally::votes) {
+            extractor.merge_tally(&votes);
+        }
+        extractor
     }
 }
 
