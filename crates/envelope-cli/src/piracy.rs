@@ -14,14 +14,14 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context as _, bail};
+use base64ct::{Base64, Encoding as _};
 use clap::{Args, Subcommand};
 use cli_support::keys::PasswordSource;
 use cli_support::output::{self, Access, Content, Force};
 use cli_support::terminal::Safe;
+use ed25519_dalek::{Signature, Signer as _, VerifyingKey};
 use envelope_core::Envelope;
 use envelope_license::{LicenseBlock, LicenseFlags};
-use base64ct::{Base64, Encoding as _};
-use ed25519_dalek::{Signature, Signer as _, VerifyingKey};
 use envelope_sign::Identity;
 use serde_json::{Value, json};
 use watermark::detect::{self, SliceStatistics};
@@ -86,7 +86,9 @@ pub fn check_licensee_mark(
         .verify(&seller_key.buyer_hash(licensee.as_bytes()));
     if !verification.matched {
         bail!(
-            "WatermarkNotFound: {} does not carry the mark of {licensee:?} under this key (p-value              {:.1e}): run `{} watermark {} --buyer {licensee:?} --seller-key KEY -o OUT` first,              then license OUT; nothing was written",
+            "WatermarkNotFound: {} does not carry the mark of {licensee:?} under this key \
+             (p-value {:.1e}): run `{} watermark {} --buyer {licensee:?} --seller-key KEY -o \
+             OUT` first, then license OUT; nothing was written",
             file.display(),
             verification.p_value,
             tool.name,
@@ -202,12 +204,15 @@ impl MarkArgs {
         mark.strength = self.strength;
         mark.redundancy = self.redundancy;
         for wanted in &self.columns {
-            let index = names.iter().position(|name| name == wanted).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "Usage: there is no {noun} {wanted:?} (the {noun}s are: {})",
-                    names.join(", ")
-                )
-            })?;
+            let index = names
+                .iter()
+                .position(|name| name == wanted)
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "Usage: there is no {noun} {wanted:?} (the {noun}s are: {})",
+                        names.join(", ")
+                    )
+                })?;
             mark.column_indices.push(index);
         }
         mark.validate()
@@ -239,6 +244,7 @@ impl MarkArgs {
 pub fn report_marked(
     shown: &str,
     buyer: &str,
+    buyer_hash: &[u8; 32],
     report: &watermark::MarkReport,
     noun: &str,
 ) -> anyhow::Result<()> {
@@ -263,6 +269,7 @@ pub fn report_marked(
             "ok": true,
             "output": shown,
             "buyer": buyer,
+            "buyer_hash": hex::encode(buyer_hash),
             "marked_values": report.marked_values(),
             "traceability": traceability,
             "slices": report.slices.iter().map(|slice| json!({
@@ -445,9 +452,7 @@ pub fn run(kind: Kind, command: PiracyCommand) -> anyhow::Result<()> {
             force,
         } => {
             let destination = output::destination(&output, force, Access::Private, Content::Text)?;
-            let password = kind
-                .tool
-                .password(&password, "key file password", false)?;
+            let password = kind.tool.password(&password, "key file password", false)?;
             let identity = cli_support::keys::read_identity(&seller_key, &password)?;
             let text = format!("{}\n", hex::encode(identity.watermark_secret().as_ref()));
             envelope_core::fs::write_atomic(destination.clone(), |out| {
@@ -659,13 +664,13 @@ fn finding_json(finding: &Finding, buyers: &Buyers) -> Value {
 fn finding_text(finding: &Finding, buyers: &Buyers) -> String {
     match finding {
         Finding::Extracted(found) => format!(
-            "Buyer: hash={}{} (confidence: {:.10}%, false match <= {:.1e}; {:.1}% of votes agree)",
+            "Buyer: hash={}{} (confidence: 1 - {:.1e}, the bound on a false match; {:.1}% of \
+             votes agree)",
             hex::encode(found.buyer_hash),
             buyers
                 .name(&found.buyer_hash)
                 .map(|id| format!(" ({id:?})"))
                 .unwrap_or_default(),
-            found.confidence * 100.0,
             found.false_match_bound,
             found.agreement * 100.0
         ),
@@ -776,8 +781,11 @@ fn blake3_file(path: &Path) -> anyhow::Result<(String, u64)> {
     let mut hasher = blake3::Hasher::new();
     let file =
         std::fs::File::open(path).with_context(|| format!("Io: reading {}", path.display()))?;
-    let size = std::io::copy(&mut std::io::BufReader::with_capacity(1 << 20, file), &mut hasher)
-        .with_context(|| format!("Io: reading {}", path.display()))?;
+    let size = std::io::copy(
+        &mut std::io::BufReader::with_capacity(1 << 20, file),
+        &mut hasher,
+    )
+    .with_context(|| format!("Io: reading {}", path.display()))?;
     Ok((hasher.finalize().to_hex().to_string(), size))
 }
 
@@ -977,7 +985,10 @@ fn verify_command(
     if let Some(dir) = trusted_keys {
         let trusted = cli_support::keys::trusted_keys(dir)?;
         if !trusted.keys().any(|key| key == &public_key) {
-            bail!("SignatureInvalid: the evidence's signer is not among the trusted keys of {}", dir.display());
+            bail!(
+                "SignatureInvalid: the evidence's signer is not among the trusted keys of {}",
+                dir.display()
+            );
         }
         checks.push("signer       trusted".to_owned());
     }
@@ -989,7 +1000,10 @@ fn verify_command(
                 file.display()
             );
         }
-        checks.push(format!("file         {} matches (BLAKE3 {hash})", file.display()));
+        checks.push(format!(
+            "file         {} matches (BLAKE3 {hash})",
+            file.display()
+        ));
     }
     if cli_support::run::mode().json {
         cli_support::print::json(&json!({
@@ -1081,9 +1095,14 @@ fn scan_command(
     results.sort_by_key(|(index, _)| *index);
     let found = results
         .iter()
-        .filter(|(_, outcome)| matches!(outcome, Ok(Finding::Extracted(_) | Finding::Identified(..))))
+        .filter(|(_, outcome)| {
+            matches!(outcome, Ok(Finding::Extracted(_) | Finding::Identified(..)))
+        })
         .count();
-    let failed = results.iter().filter(|(_, outcome)| outcome.is_err()).count();
+    let failed = results
+        .iter()
+        .filter(|(_, outcome)| outcome.is_err())
+        .count();
     if cli_support::run::mode().json {
         cli_support::print::json(&json!({
             "ok": true,

@@ -6,6 +6,7 @@ mod alimentar_trueno;
 mod alimentar_trueno_interop;
 mod apr_models;
 mod hostile;
+mod piracy;
 mod support;
 
 use std::path::{Path, PathBuf};

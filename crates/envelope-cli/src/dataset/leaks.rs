@@ -81,8 +81,8 @@ pub fn watermark(tool: Tool, args: &MarkArgs) -> anyhow::Result<()> {
         }
         (loaded.dataset, save)
     } else {
-        let dataset = read_table(&args.input)
-            .with_context(|| format!("reading {}", args.input.display()))?;
+        let dataset =
+            read_table(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
         let save = SaveOptions::new(
             ald::DatasetType::Tabular,
             envelope_core::Compression::ZstdL3,
@@ -104,5 +104,5 @@ pub fn watermark(tool: Tool, args: &MarkArgs) -> anyhow::Result<()> {
         ald::interchange::write_file(destination, &marked)
             .with_context(|| format!("writing {shown}"))?;
     }
-    piracy::report_marked(&shown, &args.buyer, &report, "column")
+    piracy::report_marked(&shown, &args.buyer, &mark.buyer_hash, &report, "column")
 }

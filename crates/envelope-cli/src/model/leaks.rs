@@ -4,9 +4,10 @@
 use std::path::Path;
 
 use anyhow::{Context as _, bail};
-use apr::watermark::{Reading, SellerKey, detect::SliceStatistics};
 use apr::{ModelType, SaveOptions, TensorModel};
 use envelope_core::Flags;
+use watermark::detect::SliceStatistics;
+use watermark::{Reading, SellerKey};
 
 use crate::piracy::{self, Kind, MarkArgs, Subject};
 use crate::security::Tool;
@@ -82,5 +83,5 @@ pub fn watermark(tool: Tool, args: &MarkArgs) -> anyhow::Result<()> {
     let shown = destination.path().display().to_string();
     apr::fs::save_tensors(destination, &marked, model_type, &save)
         .with_context(|| format!("writing {shown}"))?;
-    piracy::report_marked(&shown, &args.buyer, &report, "tensor")
+    piracy::report_marked(&shown, &args.buyer, &mark.buyer_hash, &report, "tensor")
 }
