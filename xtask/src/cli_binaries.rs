@@ -70,7 +70,8 @@ pub(crate) struct Scratch {
 pub(crate) const PASSWORD: &str = "correct horse battery staple";
 
 impl Scratch {
-    /// A new scratch directory with `data.csv`, `model.safetensors`, `numeric.csv`, `me.pw`, the
+    /// A new scratch directory with `data.csv`, `model.safetensors`, `numeric.csv`, `sales.csv`,
+    /// `me.pw`, the
     /// `samples/dataset` tree as `dataset/`, and `splits.json`, `transforms.json`.
     pub(crate) fn new() -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
@@ -81,6 +82,7 @@ impl Scratch {
         };
         copy("dataset/measurements/part-0.csv", "data.csv");
         copy("numeric/measurements.csv", "numeric.csv");
+        copy("sales.csv", "sales.csv");
         copy("model/tiny-mlp.safetensors", "model.safetensors");
         copy("splits.json", "splits.json");
         copy("transforms.json", "transforms.json");

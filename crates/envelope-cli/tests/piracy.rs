@@ -481,3 +481,56 @@ fn a_marked_model_names_its_buyer_in_apr_safetensors_and_quantized_copies() {
         "piracy verify evidence.json --file lic.apr --trusted-keys trusted-seller",
     );
 }
+
+/// Independent readers, written from docs/watermark.md alone, check what the CLI wrote: the numpy
+/// extractor finds the buyer in the marked `.ald` with the secret `piracy secret` exported, and
+/// the Python verifier (`cryptography`, `blake3`) accepts the evidence and refuses it edited.
+#[test]
+#[ignore = "interop: needs INTEROP_PYTHON (run by .ci/run)"]
+fn independent_readers_extract_the_buyer_and_verify_the_evidence() {
+    use std::ffi::OsStr;
+    let scratch = seller();
+    let alice = mark_alice(&scratch);
+    scratch.wrote(
+        ALIMENTAR,
+        "piracy secret --seller-key seller.key --password-file seller.pw -o examiner.hex",
+    );
+    let secret = String::from_utf8(scratch.read("examiner.hex")).unwrap();
+    let marked = scratch.path("alice.ald");
+    let found = test_support::python_ok(
+        "watermark/numpy_extract.py",
+        &[OsStr::new(&marked), OsStr::new(secret.trim())],
+    );
+    let found = String::from_utf8(found).unwrap();
+    assert!(found.contains(&format!("buyer {alice}")), "{found}");
+
+    scratch.wrote(ALIMENTAR, "convert alice.ald leak.csv");
+    scratch.wrote(
+        ALIMENTAR,
+        format!("piracy prove leak.csv --buyer alice@example.com {SELLER} -o evidence.json"),
+    );
+    let (evidence, leak) = (scratch.path("evidence.json"), scratch.path("leak.csv"));
+    let public = scratch.path("seller.key.pub");
+    let verified = test_support::python_ok(
+        "watermark/verify_evidence.py",
+        &[evidence.as_ref(), leak.as_ref(), public.as_ref()],
+    );
+    assert_eq!(
+        String::from_utf8(verified).unwrap().trim(),
+        format!("ok {alice}")
+    );
+    let text = String::from_utf8(scratch.read("evidence.json")).unwrap();
+    let edited = scratch.write(
+        "edited.json",
+        text.replace("\"votes\": 20000", "\"votes\": 20001"),
+    );
+    assert_ne!(
+        text,
+        String::from_utf8(scratch.read("edited.json")).unwrap()
+    );
+    let refused = test_support::python(
+        "watermark/verify_evidence.py",
+        &[edited.as_ref(), leak.as_ref()],
+    );
+    assert!(!refused.status.success());
+}
