@@ -111,6 +111,27 @@ if "$bin/alimentar" verify "$out/data.ald" --trusted-keys "$out/trusted"; then
   echo "expected SignatureInvalid" >&2; exit 1
 fi
 
+step "alimentar: mark a copy of samples/sales.csv for alice, license it to her (the license checks the mark)"
+"$bin/alimentar" watermark samples/sales.csv --buyer alice@example.com \
+  --seller-key "$out/publisher.key" --password-file "$out/publisher.pw" -o "$out/sales-alice.ald"
+"$bin/alimentar" license "$out/sales-alice.ald" --licensee alice@example.com --expires 2099-12-31 \
+  --watermarked --key "$out/publisher.key" --password-file "$out/publisher.pw"
+if "$bin/alimentar" license "$out/data-plain.ald" --licensee alice@example.com --expires 2099-12-31 \
+  --watermarked --key "$out/publisher.key" --password-file "$out/publisher.pw" -o "$out/claim.ald"; then
+  echo "expected WatermarkNotFound: an unmarked file may not claim a watermark" >&2; exit 1
+fi
+
+step "alimentar: a leaked CSV export, half its rows, names its buyer; the publisher proves it in signed evidence"
+"$bin/alimentar" convert "$out/sales-alice.ald" "$out/leaked.csv"
+awk 'NR == 1 || NR % 2 == 0' "$out/leaked.csv" > "$out/leaked-half.csv"
+printf 'bob@example.com\nalice@example.com\n' > "$out/buyers.txt"
+"$bin/alimentar" piracy extract "$out/leaked-half.csv" --buyers "$out/buyers.txt" \
+  --seller-key "$out/publisher.key" --password-file "$out/publisher.pw"
+"$bin/alimentar" piracy prove "$out/leaked-half.csv" --buyer alice@example.com \
+  --seller-key "$out/publisher.key" --password-file "$out/publisher.pw" -o "$out/evidence.json"
+"$bin/alimentar" piracy verify "$out/evidence.json" --file "$out/leaked-half.csv" --trusted-keys "$out/trusted"
+"$bin/alimentar" piracy detect "$out/leaked-half.csv"
+
 step "apr: import a SafeTensors model (written by the Python safetensors package), quantize it (Q8_0)"
 "$bin/apr" import samples/model/tiny-mlp.safetensors -o "$out/mlp.apr" --type neural-sequential \
   --compression zstd-l3
