@@ -173,9 +173,11 @@ pub struct MarkArgs {
     #[arg(long, value_name = "S", default_value_t = watermark::DEFAULT_STRENGTH)]
     pub strength: f32,
     /// Fraction of the values that carry the mark, in (0, 1]: lower leaves more values
-    /// untouched and gives fewer votes per bit.
-    #[arg(long, value_name = "R", default_value_t = 1.0)]
-    pub redundancy: f32,
+    /// untouched and gives fewer votes per bit [default: 1 for datasets and f32 models; for a
+    /// model with Q8_0/Q4_x tensors, the sparsest of 2^-16, 2^-12, 2^-8, 2^-6, 2^-4, 2^-2, 1 that
+    /// still extracts, since each marked quant moves by a whole step (docs/watermark.md §13)].
+    #[arg(long, value_name = "R")]
+    pub redundancy: Option<f32>,
     /// Mark only these columns (datasets) or tensors (models), comma-separated. By default every
     /// float column or tensor that can carry the mark is marked; integer columns only when named.
     #[arg(long, alias = "tensors", value_name = "NAMES", value_delimiter = ',')]
@@ -202,7 +204,7 @@ impl MarkArgs {
     ) -> anyhow::Result<watermark::Watermark> {
         let mut mark = watermark::Watermark::for_buyer(seller_key, self.buyer.as_bytes());
         mark.strength = self.strength;
-        mark.redundancy = self.redundancy;
+        mark.redundancy = self.redundancy.unwrap_or(1.0);
         for wanted in &self.columns {
             let index = names
                 .iter()

@@ -78,10 +78,69 @@ pub fn watermark(tool: Tool, args: &MarkArgs) -> anyhow::Result<()> {
     let (model, model_type, save) =
         read_model(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
     let names: Vec<String> = model.tensors.iter().map(|t| t.name.clone()).collect();
-    let mark = args.watermark(&seller_key, &names, "tensor")?;
-    let (marked, report) = model.watermarked(&mark, &seller_key)?;
+    let mut mark = args.watermark(&seller_key, &names, "tensor")?;
+    let has_blocks = model
+        .tensors
+        .iter()
+        .enumerate()
+        .any(|(index, tensor)| mark.selects(index) && tensor.dtype.is_quantized());
+    let (marked, report) = if args.redundancy.is_none() && has_blocks {
+        sparsest(&model, &mut mark, &seller_key)?
+    } else {
+        model.watermarked(&mark, &seller_key)?
+    };
     let shown = destination.path().display().to_string();
     apr::fs::save_tensors(destination, &marked, model_type, &save)
         .with_context(|| format!("writing {shown}"))?;
+    if has_blocks {
+        cli_support::print::note(format!(
+            "quantized tensors carry the mark at redundancy {} (each marked quant moves by one \
+             step; pass --redundancy to choose)",
+            mark.redundancy
+        ));
+    }
     piracy::report_marked(&shown, &args.buyer, &mark.buyer_hash, &report, "tensor")
+}
+
+/// Redundancies tried for a model with block-quantized tensors, sparsest first.
+const BLOCK_REDUNDANCIES: [f32; 7] = [
+    1.0 / 65_536.0,
+    1.0 / 4_096.0,
+    1.0 / 256.0,
+    1.0 / 64.0,
+    1.0 / 16.0,
+    0.25,
+    1.0,
+];
+
+/// Marks `model` at the sparsest of [`BLOCK_REDUNDANCIES`] whose mark extracts (a block mark
+/// moves every quant it uses by a whole quantization step, so density is distortion); if none
+/// extracts, the sparsest that `verify` still proves. Leaves the redundancy used in `mark`.
+fn sparsest(
+    model: &TensorModel,
+    mark: &mut watermark::Watermark,
+    seller_key: &SellerKey,
+) -> anyhow::Result<(TensorModel, watermark::MarkReport)> {
+    let mut verify_only = None;
+    let mut last_error = None;
+    for redundancy in BLOCK_REDUNDANCIES {
+        mark.redundancy = redundancy;
+        match model.watermarked(mark, seller_key) {
+            Ok((marked, report)) if report.traceability == watermark::Traceability::Extractable => {
+                return Ok((marked, report));
+            }
+            Ok(found) => {
+                verify_only.get_or_insert((redundancy, found));
+            }
+            Err(error) => last_error = Some(error),
+        }
+    }
+    if let Some((redundancy, found)) = verify_only {
+        mark.redundancy = redundancy;
+        return Ok(found);
+    }
+    Err(last_error.map_or_else(
+        || anyhow::anyhow!("the model cannot carry the mark"),
+        anyhow::Error::from,
+    ))
 }
