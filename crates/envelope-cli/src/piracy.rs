@@ -156,6 +156,28 @@ impl SellerArgs {
     }
 }
 
+/// The seller's private key file, when a command signs (`prove`) or exports from it (`secret`).
+#[derive(Debug, Clone, Args)]
+pub struct KeyFileArgs {
+    /// The seller's private key file (made by `keygen`).
+    #[arg(long, value_name = "KEY")]
+    pub seller_key: PathBuf,
+    /// Where the key file's password comes from.
+    #[command(flatten)]
+    pub password: PasswordSource,
+}
+
+/// `-o OUT` and `--force` of a command that writes one file.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// The file to write (atomically; an existing file is refused without --force).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+    /// Replace an existing output (`--force`).
+    #[command(flatten)]
+    pub force: Force,
+}
+
 /// `watermark`: the arguments both tools share.
 #[derive(Debug, Args)]
 pub struct MarkArgs {
@@ -334,19 +356,12 @@ pub enum PiracyCommand {
         /// The buyer hash (64 hex digits, as `extract` prints it).
         #[arg(long, value_name = "HEX", group = "who")]
         buyer_hash: Option<String>,
-        /// The seller's private key file: traces with its watermark secret, signs with its
-        /// Ed25519 key.
-        #[arg(long, value_name = "KEY")]
-        seller_key: PathBuf,
-        /// Where the key file's password comes from.
+        /// The seller's key file: traces with its watermark secret, signs with its Ed25519 key.
         #[command(flatten)]
-        password: PasswordSource,
-        /// The evidence JSON.
-        #[arg(short, long, value_name = "OUT")]
-        output: PathBuf,
-        /// Replace an existing output (`--force`).
+        key: KeyFileArgs,
+        /// The evidence JSON, -o OUT and --force.
         #[command(flatten)]
-        force: Force,
+        output: OutputArgs,
     },
     /// Check signed evidence: its signature, and optionally that FILE is the file it is about
     /// and that the signer is trusted.
@@ -377,18 +392,12 @@ pub enum PiracyCommand {
     /// Write the watermark secret of a key file as 64 hex digits (created 0600): what a forensic
     /// examiner needs to run `extract` and `scan`, without the power to sign.
     Secret {
-        /// The seller's private key file.
-        #[arg(long, value_name = "KEY")]
-        seller_key: PathBuf,
-        /// Where the key file's password comes from.
+        /// The seller's key file.
         #[command(flatten)]
-        password: PasswordSource,
-        /// The secret file.
-        #[arg(short, long, value_name = "OUT")]
-        output: PathBuf,
-        /// Replace an existing output (`--force`).
+        key: KeyFileArgs,
+        /// The secret file, -o OUT and --force.
         #[command(flatten)]
-        force: Force,
+        output: OutputArgs,
     },
 }
 
@@ -414,18 +423,17 @@ pub fn run(kind: Kind, command: PiracyCommand) -> anyhow::Result<()> {
             file,
             buyer,
             buyer_hash,
-            seller_key,
-            password,
+            key,
             output,
-            force,
         } => {
-            let destination = output::destination(&output, force, Access::Shared, Content::Text)?;
+            let destination =
+                output::destination(&output.output, output.force, Access::Shared, Content::Text)?;
             let seller = SellerArgs {
                 key: SellerKeyArgs {
-                    seller_key: Some(seller_key),
+                    seller_key: Some(key.seller_key),
                     watermark_secret: None,
                 },
-                password,
+                password: key.password,
             };
             prove_command(
                 kind,
@@ -447,14 +455,13 @@ pub fn run(kind: Kind, command: PiracyCommand) -> anyhow::Result<()> {
             buyers,
             jobs,
         } => scan_command(kind, &dir, &seller, buyers.as_deref(), jobs),
-        PiracyCommand::Secret {
-            seller_key,
-            password,
-            output,
-            force,
-        } => {
+        PiracyCommand::Secret { key, output } => {
+            let OutputArgs { output, force } = output;
             let destination = output::destination(&output, force, Access::Private, Content::Text)?;
-            let password = kind.tool.password(&password, "key file password", false)?;
+            let seller_key = key.seller_key;
+            let password = kind
+                .tool
+                .password(&key.password, "key file password", false)?;
             let identity = cli_support::keys::read_identity(&seller_key, &password)?;
             let text = format!("{}\n", hex::encode(identity.watermark_secret().as_ref()));
             envelope_core::fs::write_atomic(destination.clone(), |out| {
