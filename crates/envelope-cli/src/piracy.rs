@@ -178,6 +178,10 @@ pub struct OutputArgs {
     pub force: Force,
 }
 
+/// The default strength of `apr watermark`: model outputs move by under 1e-4 (docs/watermark.md
+/// §13), the distortion limit, where the engine's default 1e-3 moves them by about 5e-4.
+pub const MODEL_STRENGTH: f32 = 1e-4;
+
 /// `watermark`: the arguments both tools share.
 #[derive(Debug, Args)]
 pub struct MarkArgs {
@@ -191,9 +195,12 @@ pub struct MarkArgs {
     #[command(flatten)]
     pub seller: SellerArgs,
     /// Step of the mark relative to each column's or tensor's interquartile range, from 1e-6
-    /// to 0.1. Larger survives more noise and rounding and distorts more (docs/watermark.md §9).
-    #[arg(long, value_name = "S", default_value_t = watermark::DEFAULT_STRENGTH)]
-    pub strength: f32,
+    /// to 0.1. Larger survives more noise and rounding and distorts more (docs/watermark.md §9,
+    /// §13) [default: 1e-3 for datasets, whose means and deviations then move by under 1e-5;
+    /// 1e-4 for models, whose outputs then move by under 1e-4 (1e-3 survives f16 and weight
+    /// noise but moves outputs by about 5e-4)].
+    #[arg(long, value_name = "S")]
+    pub strength: Option<f32>,
     /// Fraction of the values that carry the mark, in (0, 1]: lower leaves more values
     /// untouched and gives fewer votes per bit [default: 1 for datasets and f32 models; for a
     /// model with Q8_0/Q4_x tensors, the sparsest of 2^-16, 2^-12, 2^-8, 2^-6, 2^-4, 2^-2, 1 that
@@ -225,7 +232,11 @@ impl MarkArgs {
         noun: &str,
     ) -> anyhow::Result<watermark::Watermark> {
         let mut mark = watermark::Watermark::for_buyer(seller_key, self.buyer.as_bytes());
-        mark.strength = self.strength;
+        mark.strength = self.strength.unwrap_or(if noun == "tensor" {
+            MODEL_STRENGTH
+        } else {
+            watermark::DEFAULT_STRENGTH
+        });
         mark.redundancy = self.redundancy.unwrap_or(1.0);
         for wanted in &self.columns {
             let index = names

@@ -414,6 +414,43 @@ fn mlp(scratch: &Scratch) {
     .unwrap();
 }
 
+/// `‖y' − y‖ / ‖y‖` of [`mlp`]'s outputs `fc2 · relu(fc1 · x + b1)` over 64 fixed inputs.
+fn output_change(original: &TensorModel, marked: &TensorModel) -> f64 {
+    let outputs = |model: &TensorModel| -> Vec<f64> {
+        let weights = |name: &str| -> Vec<f64> {
+            let tensor = model.tensors.iter().find(|t| t.name == name).unwrap();
+            tensor
+                .to_f32()
+                .unwrap()
+                .into_iter()
+                .map(f64::from)
+                .collect()
+        };
+        let (w1, b1, w2) = (
+            weights("fc1.weight"),
+            weights("fc1.bias"),
+            weights("fc2.weight"),
+        );
+        let mut out = Vec::new();
+        for sample in 0..64_u32 {
+            let x: Vec<f64> = (0..128_u32)
+                .map(|i| f64::from((sample * 131 + i * 17) % 97) / 48.0 - 1.0)
+                .collect();
+            let hidden: Vec<f64> = (0..256)
+                .map(|j| {
+                    let z: f64 = (0..128).map(|i| w1[j * 128 + i] * x[i]).sum::<f64>() + b1[j];
+                    z.max(0.0)
+                })
+                .collect();
+            out.extend((0..32).map(|k| (0..256).map(|j| w2[k * 256 + j] * hidden[j]).sum::<f64>()));
+        }
+        out
+    };
+    let (y, y2) = (outputs(original), outputs(marked));
+    let norm = |v: &mut dyn Iterator<Item = f64>| v.map(|a| a * a).sum::<f64>().sqrt();
+    norm(&mut y.iter().zip(&y2).map(|(a, b)| b - a)) / norm(&mut y.iter().copied())
+}
+
 #[test]
 fn a_marked_model_names_its_buyer_in_apr_safetensors_and_quantized_copies() {
     let scratch = seller();
@@ -427,8 +464,13 @@ fn a_marked_model_names_its_buyer_in_apr_safetensors_and_quantized_copies() {
         extract(&scratch, APR, "alice.apr", SELLER)["buyer"],
         "alice@example.com"
     );
+    let original = apr::fs::load_tensors(scratch.path("mlp.apr"), ModelType::NeuralSequential);
     let marked = apr::fs::load_tensors(scratch.path("alice.apr"), ModelType::NeuralSequential);
-    assert_eq!(marked.unwrap().tensors.len(), 3, "type and tensors kept");
+    let (original, marked) = (original.unwrap(), marked.unwrap());
+    assert_eq!(marked.tensors.len(), 3, "type and tensors kept");
+    // The MLP's outputs on 64 inputs move by under 1e-4 (issue 16's limit) at the default strength.
+    let change = output_change(&original, &marked);
+    assert!(change < 1e-4, "output change {change:e}");
 
     scratch.wrote(APR, "export alice.apr --format safetensors -o exported");
     assert_eq!(
