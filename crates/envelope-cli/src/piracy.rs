@@ -8,31 +8,24 @@
 //! then trace but not sign). Evidence (`prove`) is JSON signed with that key file's Ed25519 key,
 //! and `verify` checks it (docs/watermark.md §12).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context as _, bail};
-use base64ct::{Base64, Encoding as _};
 use clap::{Args, Subcommand};
 use cli_support::keys::PasswordSource;
 use cli_support::output::{self, Access, Content, Force};
 use cli_support::terminal::Safe;
-use ed25519_dalek::{Signature, Signer as _, VerifyingKey};
 use envelope_core::Envelope;
 use envelope_license::{LicenseBlock, LicenseFlags};
 use envelope_sign::Identity;
 use serde_json::{Value, json};
 use watermark::detect::{self, SliceStatistics};
+use watermark::evidence::{self, FileFacts};
 use watermark::{Extracted, Reading, SellerKey, Verification};
 
 use crate::security::Tool;
-
-/// The first bytes of the message an evidence signature covers (docs/watermark.md §12).
-pub const EVIDENCE_DOMAIN: &[u8] = b"ml-envelope/watermark-evidence/v1\0";
-/// The `format` member of an evidence document.
-pub const EVIDENCE_FORMAT: &str = "ml-envelope/watermark-evidence/v1";
 
 /// A dataset or model read for leak tracing: named float slices (columns, tensors).
 pub trait Subject: Send {
@@ -796,46 +789,14 @@ fn slices_json(reading: &Reading) -> Value {
     )
 }
 
-/// BLAKE3 of a file, read in large blocks.
-fn blake3_file(path: &Path) -> anyhow::Result<(String, u64)> {
-    let mut hasher = blake3::Hasher::new();
+/// The name, size and BLAKE3 hash of the file at `path`.
+fn file_facts(path: &Path) -> anyhow::Result<FileFacts> {
     let file =
         std::fs::File::open(path).with_context(|| format!("Io: reading {}", path.display()))?;
-    let size = std::io::copy(
-        &mut std::io::BufReader::with_capacity(1 << 20, file),
-        &mut hasher,
-    )
-    .with_context(|| format!("Io: reading {}", path.display()))?;
-    Ok((hasher.finalize().to_hex().to_string(), size))
-}
-
-/// A number in evidence: a decimal string (the signed bytes must not depend on how a JSON library
-/// prints floats; docs/watermark.md §12).
-fn decimal(value: f64) -> Value {
-    Value::String(format!("{value:e}"))
-}
-
-/// The bytes an evidence signature covers: the domain, then `evidence` as compact JSON with
-/// object keys sorted (strings, integers, booleans, null, arrays and objects only).
-///
-/// # Errors
-/// If `evidence` holds a float (evidence numbers are strings).
-pub fn evidence_message(evidence: &Value) -> anyhow::Result<Vec<u8>> {
-    fn check(value: &Value) -> anyhow::Result<()> {
-        match value {
-            Value::Number(number) if number.is_f64() => {
-                bail!("InvalidFormat: evidence holds a float ({number}); numbers are strings")
-            }
-            Value::Array(items) => items.iter().try_for_each(check),
-            Value::Object(map) => map.values().try_for_each(check),
-            _ => Ok(()),
-        }
-    }
-    check(evidence)?;
-    // serde_json's map is a BTreeMap (no `preserve_order`): keys come out sorted.
-    let mut message = EVIDENCE_DOMAIN.to_vec();
-    serde_json::to_writer(&mut message, evidence)?;
-    Ok(message)
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned());
+    FileFacts::read(name, file).with_context(|| format!("Io: reading {}", path.display()))
 }
 
 fn prove_command(
@@ -859,7 +820,7 @@ fn prove_command(
         }
         (None, None) => bail!("Usage: give --buyer ID or --buyer-hash HEX"),
     };
-    let (file_hash, file_size) = blake3_file(file)?;
+    let facts = file_facts(file)?;
     let subject = open(kind, file)?;
     let reading = subject.reading(&seller_key);
     let verification = reading.verify(&hash);
@@ -874,63 +835,27 @@ fn prove_command(
             verification.positions_voted
         );
     }
-    let statistics: BTreeMap<String, SliceStatistics> = subject.statistics().into_iter().collect();
-    let columns: Vec<Value> = reading
-        .slices
-        .iter()
-        .map(|slice| {
-            let stats = statistics.get(&slice.name);
-            json!({
-                "column_name": slice.name,
-                "values": slice.evidence.values,
-                "votes": slice.evidence.votes,
-                "cell_exponent": slice.evidence.exponent,
-                "cell_energy": decimal(slice.evidence.energy),
-                "lsb_entropy": stats.map(|s| decimal(s.lsb_entropy)),
-                "expected_entropy": decimal(1.0),
-                "correlation_score": stats.map(|s| decimal(s.bit_correlation)),
-            })
-        })
-        .collect();
+    let statistics = subject.statistics();
+    let finding = evidence::Finding {
+        buyer_hash: hash,
+        buyer,
+        verification: &verification,
+        extracted: extracted.as_ref(),
+        reading: &reading,
+        statistics: &statistics,
+    };
     let analyzed_at = jiff::Timestamp::now()
         .round(jiff::Unit::Second)
         .map_or_else(|_| jiff::Timestamp::now().to_string(), |t| t.to_string());
-    let evidence = json!({
-        "format": EVIDENCE_FORMAT,
-        "tool": format!("{} {}", kind.tool.name, env!("CARGO_PKG_VERSION")),
-        "file_name": file.file_name().map(|name| name.to_string_lossy().into_owned()),
-        "file_size": file_size,
-        "dataset_hash": { "algorithm": "BLAKE3", "hex": file_hash },
-        "buyer_hash": hex::encode(hash),
-        "buyer": buyer,
-        "method": if extracted.as_ref().is_some_and(|found| found.buyer_hash == hash) {
-            "extracted and verified"
-        } else {
-            "verified"
-        },
-        "confidence": decimal(verification.confidence),
-        "p_value": decimal(verification.p_value),
-        "positions_voted": verification.positions_voted,
-        "agreement": decimal(verification.agreement),
-        "decision_threshold": decimal(watermark::VERIFY_THRESHOLD),
-        "extraction_false_match_bound": extracted
-            .as_ref()
-            .filter(|found| found.buyer_hash == hash)
-            .map(|found| decimal(found.false_match_bound)),
-        "analyzed_at": analyzed_at,
-        "column_evidence": columns,
-        "seller_public_key": identity.signing_public_key().to_string(),
-    });
-    let message = evidence_message(&evidence)?;
-    let signature = identity.signing_key().sign(&message).to_bytes();
-    let document = json!({
-        "evidence": evidence,
-        "signature": {
-            "algorithm": "ed25519",
-            "public_key": identity.signing_public_key().to_string(),
-            "signature": hex::encode(signature),
-        },
-    });
+    let signing_key = identity.signing_key();
+    let built = evidence::build(
+        &format!("{} {}", kind.tool.name, env!("CARGO_PKG_VERSION")),
+        &facts,
+        &finding,
+        &analyzed_at,
+        &signing_key.verifying_key(),
+    );
+    let document = evidence::sign(built, &signing_key)?;
     let text = format!("{}\n", serde_json::to_string_pretty(&document)?);
     envelope_core::fs::write_atomic(destination.clone(), |out| {
         std::io::Write::write_all(out, text.as_bytes()).map_err(envelope_core::Error::Io)
@@ -951,7 +876,7 @@ fn prove_command(
             "output": destination.path().display().to_string(),
             "buyer_hash": hex::encode(hash),
             "p_value": verification.p_value,
-            "dataset_hash": file_hash,
+            "dataset_hash": facts.blake3_hex(),
         }),
     )
 }
@@ -969,42 +894,12 @@ fn verify_command(
             evidence_path.display()
         )
     })?;
-    let evidence = &document["evidence"];
-    if evidence["format"] != json!(EVIDENCE_FORMAT) {
-        bail!(
-            "InvalidFormat: {} is not {EVIDENCE_FORMAT} evidence",
-            evidence_path.display()
-        );
-    }
-    let signature = &document["signature"];
-    let public_key_text = signature["public_key"]
-        .as_str()
-        .context("InvalidFormat: the evidence has no signature.public_key")?;
-    if evidence["seller_public_key"].as_str() != Some(public_key_text) {
-        bail!("SignatureInvalid: the signing key is not the evidence's seller_public_key");
-    }
-    let mut key_bytes = [0u8; 32];
-    let decoded_len = Base64::decode(public_key_text, &mut key_bytes).map(<[u8]>::len);
-    let public_key = (decoded_len == Ok(32))
-        .then(|| VerifyingKey::from_bytes(&key_bytes).ok())
-        .flatten()
-        .context("InvalidFormat: signature.public_key is not an Ed25519 key")?;
-    let mut signature_bytes = [0u8; 64];
-    hex::decode_to_slice(
-        signature["signature"].as_str().unwrap_or_default(),
-        &mut signature_bytes,
-    )
-    .map_err(|_| anyhow::anyhow!("InvalidFormat: signature.signature is not 64 hex bytes"))?;
-    let message = evidence_message(evidence)?;
-    public_key
-        .verify_strict(&message, &Signature::from_bytes(&signature_bytes))
-        .map_err(|_| {
-            anyhow::anyhow!("SignatureInvalid: the evidence was altered or not signed by its key")
-        })?;
-    let mut checks = vec![format!("signature    valid, ed25519 {public_key_text}")];
+    let (evidence, signer) = evidence::verify(&document)?;
+    let signer_text = envelope_sign::SigningPublicKey::from_bytes(signer.to_bytes()).to_string();
+    let mut checks = vec![format!("signature    valid, ed25519 {signer_text}")];
     if let Some(dir) = trusted_keys {
         let trusted = cli_support::keys::trusted_keys(dir)?;
-        if !trusted.keys().any(|key| key == &public_key) {
+        if !trusted.keys().any(|key| key == &signer) {
             bail!(
                 "SignatureInvalid: the evidence's signer is not among the trusted keys of {}",
                 dir.display()
@@ -1013,16 +908,13 @@ fn verify_command(
         checks.push("signer       trusted".to_owned());
     }
     if let Some(file) = file {
-        let (hash, _) = blake3_file(file)?;
-        if evidence["dataset_hash"]["hex"].as_str() != Some(hash.as_str()) {
-            bail!(
-                "ChecksumMismatch: {} is not the file of this evidence (BLAKE3 {hash})",
-                file.display()
-            );
-        }
+        let facts = file_facts(file)?;
+        evidence::check_file(evidence, &facts)
+            .map_err(|error| anyhow::anyhow!("{error} (file {})", file.display()))?;
         checks.push(format!(
-            "file         {} matches (BLAKE3 {hash})",
-            file.display()
+            "file         {} matches (BLAKE3 {})",
+            file.display(),
+            facts.blake3_hex()
         ));
     }
     if cli_support::run::mode().json {
@@ -1031,7 +923,7 @@ fn verify_command(
             "buyer_hash": evidence["buyer_hash"],
             "buyer": evidence["buyer"],
             "dataset_hash": evidence["dataset_hash"]["hex"],
-            "signer": public_key_text,
+            "signer": signer_text,
             "trusted": trusted_keys.is_some(),
             "file_checked": file.is_some(),
         }))?;

@@ -43,4 +43,21 @@ pub enum Error {
         /// Bytes of one block of the format.
         block_bytes: u64,
     },
+    /// Evidence of another shape than docs/watermark.md §14 (a missing member, a float where
+    /// numbers are strings, a key or signature that does not decode).
+    #[error("InvalidFormat: watermark evidence: {reason}")]
+    EvidenceMalformed {
+        /// What is wrong.
+        reason: String,
+    },
+    /// The evidence's signature does not verify under its seller key: it was altered, or not
+    /// signed by that key.
+    #[error("SignatureInvalid: the evidence was altered or not signed by its seller key")]
+    EvidenceSignatureInvalid,
+    /// The file given is not the one the evidence is about.
+    #[error("ChecksumMismatch: the file's BLAKE3 {blake3} is not the evidence's dataset_hash")]
+    EvidenceFileMismatch {
+        /// The file's BLAKE3, hex.
+        blake3: String,
+    },
 }

@@ -51,6 +51,8 @@ pub mod blocks;
 pub mod detect;
 mod embed;
 mod error;
+#[cfg(feature = "evidence")]
+pub mod evidence;
 mod extract;
 mod keys;
 mod qim;
