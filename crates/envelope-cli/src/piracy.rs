@@ -272,7 +272,7 @@ impl MarkArgs {
 pub fn report_marked(
     shown: &str,
     buyer: &str,
-    buyer_hash: &[u8; 32],
+    mark: &watermark::Watermark,
     report: &watermark::MarkReport,
     noun: &str,
 ) -> anyhow::Result<()> {
@@ -297,7 +297,9 @@ pub fn report_marked(
             "ok": true,
             "output": shown,
             "buyer": buyer,
-            "buyer_hash": hex::encode(buyer_hash),
+            "buyer_hash": hex::encode(mark.buyer_hash),
+            "strength": mark.strength,
+            "redundancy": mark.redundancy,
             "marked_values": report.marked_values(),
             "traceability": traceability,
             "slices": report.slices.iter().map(|slice| json!({

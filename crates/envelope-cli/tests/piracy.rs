@@ -460,6 +460,10 @@ fn a_marked_model_names_its_buyer_in_apr_safetensors_and_quantized_copies() {
         format!("watermark mlp.apr --buyer alice@example.com {SELLER} -o alice.apr --json"),
     );
     let alice = report["buyer_hash"].as_str().unwrap().to_owned();
+    assert!(
+        (report["strength"].as_f64().unwrap() - 1e-4).abs() < 1e-9,
+        "models default to 1e-4"
+    );
     assert_eq!(
         extract(&scratch, APR, "alice.apr", SELLER)["buyer"],
         "alice@example.com"
@@ -482,10 +486,12 @@ fn a_marked_model_names_its_buyer_in_apr_safetensors_and_quantized_copies() {
 
     // A quantized model carries its own mark in its blocks.
     scratch.wrote(APR, "quantize mlp.apr --type q8_0 -o q8.apr");
-    scratch.wrote(
+    let q8 = scratch.json(
         APR,
-        format!("watermark q8.apr --buyer bob@example.com {SELLER} -o bob-q8.apr"),
+        format!("watermark q8.apr --buyer bob@example.com {SELLER} -o bob-q8.apr --json"),
     );
+    // Sparse by default: each marked quant moves by a whole step.
+    assert!(q8["redundancy"].as_f64().unwrap() < 1.0, "{q8}");
     assert_eq!(
         extract(&scratch, APR, "bob-q8.apr", SELLER)["buyer"],
         "bob@example.com"

@@ -104,5 +104,5 @@ pub fn watermark(tool: Tool, args: &MarkArgs) -> anyhow::Result<()> {
         ald::interchange::write_file(destination, &marked)
             .with_context(|| format!("writing {shown}"))?;
     }
-    piracy::report_marked(&shown, &args.buyer, &mark.buyer_hash, &report, "column")
+    piracy::report_marked(&shown, &args.buyer, &mark, &report, "column")
 }

@@ -99,7 +99,7 @@ pub fn watermark(tool: Tool, args: &MarkArgs) -> anyhow::Result<()> {
             mark.redundancy
         ));
     }
-    piracy::report_marked(&shown, &args.buyer, &mark.buyer_hash, &report, "tensor")
+    piracy::report_marked(&shown, &args.buyer, &mark, &report, "tensor")
 }
 
 /// Redundancies tried for a model with block-quantized tensors, sparsest first.
