@@ -378,7 +378,7 @@ mod tests {
     fn llama_block() -> TensorModel {
         let mut noise = crate::quant::tests::Noise(3);
         let mut tensor = |name: &str, shape: Vec<u64>| {
-            let count = shape.iter().product::<u64>() as usize;
+            let count = usize::try_from(shape.iter().product::<u64>()).unwrap();
             let values: Vec<f32> = (0..count).map(|_| noise.normal() * 0.02).collect();
             Tensor::from_f32(name, shape, &values).unwrap()
         };

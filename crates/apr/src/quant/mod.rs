@@ -250,12 +250,14 @@ pub(crate) mod tests {
         }
 
         /// A value from N(0, 1).
+        #[allow(clippy::cast_possible_truncation, reason = "test data in f32")]
         pub(crate) fn normal(&mut self) -> f32 {
             let (u, v) = (self.uniform(), self.uniform());
             ((-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()) as f32
         }
 
         /// A value from Laplace(0, 1).
+        #[allow(clippy::cast_possible_truncation, reason = "test data in f32")]
         pub(crate) fn laplace(&mut self) -> f32 {
             let u = self.uniform() - 0.5;
             (-u.signum() * (1.0 - 2.0 * u.abs()).ln()) as f32
