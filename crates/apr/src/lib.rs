@@ -77,7 +77,7 @@ pub use model::{Progress, QuantizationSession, TensorModel};
 pub use model_type::ModelType;
 pub use quant::{
     MixedPrecisionHooks, QuantType, QuantizationHooks, QuantizationInfo, QuantizedBlock, Quantizer,
-    QuantizerRegistry, UniformQuantization,
+    QuantizerRegistry, TensorRole, UniformQuantization,
 };
 #[cfg(feature = "format-signing")]
 pub use secure::load_verified;

@@ -2,8 +2,8 @@
 
 use crate::error::{Error, Result};
 use crate::quant::{
-    ACCURACY_WARNING_THRESHOLD, QuantType, QuantizationHooks, QuantizationInfo, QuantizerRegistry,
-    TensorQuantization, UniformQuantization, relative_error,
+    QuantType, QuantizationHooks, QuantizationInfo, QuantizerRegistry, TensorQuantization,
+    TensorRole, UniformQuantization, relative_error,
 };
 use crate::tensor::{DType, Tensor};
 
@@ -49,8 +49,8 @@ impl TensorModel {
         self.tensors.iter().any(|t| t.dtype.is_quantized())
     }
 
-    /// Quantizes every tensor that can be with `quant_type` (explicit opt-in, 001 §6.2.5). See
-    /// [`QuantizationSession`] for which tensors are kept as they are.
+    /// Quantizes every tensor the [`TensorRole`] policy quantizes with `quant_type` (explicit
+    /// opt-in, 001 §6.2.5). See [`QuantizationSession`] for which tensors are kept as they are.
     ///
     /// # Errors
     /// See [`TensorModel::quantize_with`].
@@ -66,7 +66,8 @@ impl TensorModel {
         self.quantize_with(hooks, &QuantizerRegistry::default(), &mut |_, _| {})
     }
 
-    /// Quantizes every tensor with the plugin `name` of `registry`.
+    /// Quantizes every tensor the [`TensorRole`] policy quantizes with the plugin `name` of
+    /// `registry`.
     ///
     /// # Errors
     /// `UnsupportedQuantization` if the registry has no such quantizer; see
@@ -109,10 +110,13 @@ impl TensorModel {
 /// [`QuantizationInfo`] for the metadata. [`TensorModel::quantize_with`] is this over a model in
 /// memory.
 ///
-/// Rules (`docs/apr.md` §5): only f32, f16 and bf16 tensors are quantized (i8/u8 are kept); a
-/// block type needs the last dimension to be a multiple of 32, other tensors are kept in their
-/// dtype and the reason recorded (as llama.cpp keeps such tensors in F32/F16); a tensor whose
-/// relative RMS error exceeds 5% is quantized and a warning recorded (001 §6.2.9).
+/// Rules (`docs/apr.md` §5): only f32, f16 and bf16 tensors are quantized (i8/u8 are kept); the
+/// hooks choose each tensor's type, and the built-in hooks and plugin sessions keep the roles
+/// llama.cpp keeps in F32 (norms, biases, every tensor of fewer than 2 dimensions:
+/// [`TensorRole`]); a block type needs the last dimension to be a multiple of 32, other tensors
+/// are kept in their dtype (as llama.cpp keeps such tensors in F32/F16); every kept tensor's
+/// record says why. A tensor whose relative RMS error exceeds its type's
+/// [`QuantType::warning_threshold`] is quantized and a warning recorded (001 §6.2.9).
 pub struct QuantizationSession<'a> {
     plan: Plan<'a>,
     records: Vec<TensorQuantization>,
@@ -177,15 +181,17 @@ impl<'a> QuantizationSession<'a> {
             });
         }
         let (next, record) = quantize_one(tensor, &self.plan)?;
-        if let Some(error) = record
-            .relative_error
-            .filter(|e| *e > ACCURACY_WARNING_THRESHOLD)
-        {
-            self.warnings.push(format!(
-                "tensor {:?}: relative error {:.2}% exceeds 5%",
-                tensor.name,
-                error * 100.0
-            ));
+        if let (Some(error), DType::Quantized(quant)) = (record.relative_error, next.dtype) {
+            let threshold = quant.warning_threshold();
+            if error > threshold {
+                self.warnings.push(format!(
+                    "tensor {:?}: relative error {:.2}% exceeds {:.1}%, the {} threshold",
+                    tensor.name,
+                    error * 100.0,
+                    threshold * 100.0,
+                    quant.name()
+                ));
+            }
         }
         if record.quant_type.is_some() {
             self.original_dtype.get_or_insert(tensor.dtype.name());
@@ -275,10 +281,15 @@ fn quantize_one(tensor: &Tensor, plan: &Plan<'_>) -> Result<(Tensor, TensorQuant
         });
     };
     let quantizer = match plan {
-        Plan::Plugin(q) => *q,
+        Plan::Plugin(q) => {
+            if let Some(reason) = TensorRole::of(&tensor.name, &shape).kept_because() {
+                return Ok(kept(tensor, reason));
+            }
+            *q
+        }
         Plan::Hooks { hooks, registry } => {
             let Some(quant) = hooks.select_quantizer(&tensor.name, &shape) else {
-                return Ok(kept(tensor, "the hooks skipped it"));
+                return Ok(kept(tensor, &hooks.kept_because(&tensor.name, &shape)));
             };
             if quant.block_size() != 0
                 && shape
@@ -345,6 +356,7 @@ mod tests {
             Tensor::from_f32("token_embd.weight", vec![4, 32], &values).unwrap(),
             Tensor::from_f32("blk.0.weight", vec![2, 64], &values).unwrap(),
             Tensor::from_f32("blk.0.bias", vec![3], &values[..3]).unwrap(),
+            Tensor::from_f32("blk.0.odd", vec![3, 5], &values[..15]).unwrap(),
         ])
         .unwrap()
     }
@@ -353,10 +365,112 @@ mod tests {
     fn uniform_quantization_keeps_tensors_that_are_not_whole_blocks() {
         let q = model().quantize(QuantType::Q4_0).unwrap();
         assert_eq!(q.tensors[0].dtype, DType::Quantized(QuantType::Q4_0));
-        assert_eq!(q.tensors[2].dtype, DType::F32);
+        assert_eq!(q.tensors[3].dtype, DType::F32);
         let info = q.quantization.unwrap();
         assert_eq!(info.quant_type, QuantType::Q4_0.id());
-        assert!(info.tensors[2].kept_because.is_some());
+        assert_eq!(
+            info.tensors[3].kept_because.as_deref(),
+            Some("its last dimension is not a multiple of 32")
+        );
+    }
+
+    /// A small Llama-shaped block in Hugging Face's names, Gaussian weights of scale 0.02.
+    fn llama_block() -> TensorModel {
+        let mut noise = crate::quant::tests::Noise(3);
+        let mut tensor = |name: &str, shape: Vec<u64>| {
+            let count = usize::try_from(shape.iter().product::<u64>()).unwrap();
+            let values: Vec<f32> = (0..count).map(|_| noise.normal() * 0.02).collect();
+            Tensor::from_f32(name, shape, &values).unwrap()
+        };
+        TensorModel::new(vec![
+            tensor("model.embed_tokens.weight", vec![64, 64]),
+            tensor("model.layers.0.input_layernorm.weight", vec![64]),
+            tensor("model.layers.0.self_attn.q_proj.weight", vec![64, 64]),
+            tensor("model.layers.0.self_attn.q_proj.bias", vec![64]),
+            tensor("model.layers.0.post_attention_layernorm.weight", vec![64]),
+            tensor("model.layers.0.mlp.up_proj.weight", vec![128, 64]),
+            tensor("model.layers.0.mlp.down_proj.weight", vec![64, 128]),
+            tensor("model.layers.0.layer_scale", vec![64]),
+            tensor("model.norm.weight", vec![64]),
+            tensor("lm_head.weight", vec![64, 64]),
+        ])
+        .unwrap()
+    }
+
+    fn kept_reasons(info: &QuantizationInfo) -> Vec<(&str, &str)> {
+        info.tensors
+            .iter()
+            .filter_map(|t| Some((t.name.as_str(), t.kept_because.as_deref()?)))
+            .collect()
+    }
+
+    #[test]
+    fn norms_biases_and_vectors_stay_f32_with_the_reason_under_every_policy() {
+        let norm = TensorRole::Norm.kept_because().unwrap();
+        let bias = TensorRole::Bias.kept_because().unwrap();
+        let vector = TensorRole::Vector.kept_because().unwrap();
+        let expected = [
+            ("model.layers.0.input_layernorm.weight", norm),
+            ("model.layers.0.self_attn.q_proj.bias", bias),
+            ("model.layers.0.post_attention_layernorm.weight", norm),
+            ("model.layers.0.layer_scale", vector),
+            ("model.norm.weight", norm),
+        ];
+        let model = llama_block();
+        let mixed = MixedPrecisionHooks {
+            default_type: QuantType::Q4_0,
+            embedding_type: QuantType::Q8_0,
+            output_type: QuantType::Q8_0,
+        };
+        let registry = QuantizerRegistry::default();
+        for quantized in [
+            model.quantize(QuantType::Q4_0).unwrap(),
+            model.quantize(QuantType::Q8Tensor).unwrap(),
+            model.quantize_with_hooks(&mixed).unwrap(),
+            model.quantize_with_registry("q4_1", &registry).unwrap(),
+        ] {
+            let info = quantized.quantization.as_ref().unwrap();
+            assert_eq!(kept_reasons(info), expected);
+            for (original, tensor) in model.tensors.iter().zip(&quantized.tensors) {
+                let kept = expected.iter().any(|(name, _)| *name == tensor.name);
+                assert_eq!(tensor == original, kept, "{}", tensor.name);
+                assert_eq!(tensor.dtype == DType::F32, kept, "{}", tensor.name);
+            }
+        }
+    }
+
+    #[test]
+    fn an_ordinary_q4_run_records_no_warning() {
+        for quant in [QuantType::Q4_0, QuantType::Q4_1] {
+            let info = llama_block().quantize(quant).unwrap().quantization.unwrap();
+            assert_eq!(info.warnings, Vec::<String>::new(), "{}", quant.name());
+            // Each quantized tensor's error is the type's ordinary one, well over the spec's 5%.
+            assert!(
+                info.tensors
+                    .iter()
+                    .filter_map(|t| t.relative_error)
+                    .all(|e| e > 0.05)
+            );
+        }
+    }
+
+    #[test]
+    fn hooks_that_skip_a_tensor_say_so() {
+        struct FirstOnly;
+        impl QuantizationHooks for FirstOnly {
+            fn select_quantizer(&self, name: &str, _shape: &[usize]) -> Option<QuantType> {
+                (name == "token_embd.weight").then_some(QuantType::Q8_0)
+            }
+        }
+        let info = model()
+            .quantize_with_hooks(&FirstOnly)
+            .unwrap()
+            .quantization
+            .unwrap();
+        assert_eq!(
+            info.tensors[1].kept_because.as_deref(),
+            Some("the hooks skipped it")
+        );
     }
 
     #[test]
@@ -376,7 +490,7 @@ mod tests {
         let mut values = vec![1.0f32; 32];
         values[5] = f32::NAN;
         let model =
-            TensorModel::new(vec![Tensor::from_f32("bad", vec![32], &values).unwrap()]).unwrap();
+            TensorModel::new(vec![Tensor::from_f32("bad", vec![1, 32], &values).unwrap()]).unwrap();
         let error = model.quantize(QuantType::Q8_0).unwrap_err();
         assert_eq!(error.signal(), envelope_core::Signal::QuantizationCorrupt);
         assert!(error.to_string().contains("\"bad\""), "{error}");
@@ -395,19 +509,23 @@ mod tests {
             })
             .collect();
         let model =
-            TensorModel::new(vec![Tensor::from_f32("w", vec![32], &values).unwrap()]).unwrap();
+            TensorModel::new(vec![Tensor::from_f32("w", vec![1, 32], &values).unwrap()]).unwrap();
         let q = model.quantize(QuantType::Q4_0).unwrap();
         let info = q.quantization.unwrap();
         assert!(info.tensors[0].relative_error.unwrap() > 0.0);
         let values: Vec<f32> = (0..32).map(|i| if i == 0 { 100.0 } else { 5.0 }).collect();
         let model =
-            TensorModel::new(vec![Tensor::from_f32("w", vec![32], &values).unwrap()]).unwrap();
+            TensorModel::new(vec![Tensor::from_f32("w", vec![1, 32], &values).unwrap()]).unwrap();
         let info = model
             .quantize(QuantType::Q4_0)
             .unwrap()
             .quantization
             .unwrap();
         assert_eq!(info.warnings.len(), 1, "{info:?}");
+        assert!(
+            info.warnings[0].contains("relative error 26.82% exceeds 17.2%, the q4_0 threshold"),
+            "{info:?}"
+        );
     }
 
     #[test]

@@ -693,7 +693,7 @@ mod properties {
 
         #[test]
         fn q8_0_error_is_at_most_half_a_step(block in prop::collection::vec(finite(), 32..=32)) {
-            let tensor = Tensor::from_f32("t", vec![32], &block).unwrap();
+            let tensor = Tensor::from_f32("t", vec![1, 32], &block).unwrap();
             let q = TensorModel::new(vec![tensor]).unwrap().quantize(QuantType::Q8_0).unwrap();
             let back = q.tensors[0].to_f32().unwrap();
             let amax = block.iter().fold(0.0f32, |m, v| m.max(v.abs()));

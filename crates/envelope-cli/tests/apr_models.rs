@@ -182,7 +182,7 @@ fn mixed_precision_and_inspect_quantization() {
         "{text}"
     );
     assert!(
-        text.contains("kept: its last dimension is not a multiple of 32"),
+        text.contains("blk.0.norm f32 [5] kept: a norm, which llama.cpp keeps in F32"),
         "{text}"
     );
 
@@ -414,15 +414,39 @@ fn every_signal_of_6_2_9_through_the_cli() {
         "{}",
         stderr(&output)
     );
-    // Accuracy loss over 5%: a warning in the metadata, the command succeeds.
+    // Accuracy loss over the type's threshold (17.2% for Q4_0: an outlier flattens every block):
+    // a warning in the metadata, the command succeeds.
     let spiky: Vec<f32> = (0..32).map(|i| if i == 0 { 100.0 } else { 5.0 }).collect();
-    let spiky = TensorModel::new(vec![Tensor::from_f32("w", vec![32], &spiky).unwrap()]).unwrap();
+    let spiky =
+        TensorModel::new(vec![Tensor::from_f32("w", vec![1, 32], &spiky).unwrap()]).unwrap();
     let spiky = saved(&ws, "spiky.apr", &spiky, ModelType::Custom);
-    let output = run(&["quantize", &spiky, "--type", "q4_0", "-o", &out, "--force"]);
+    let output = run(&[
+        "quantize", &spiky, "--type", "q4_0", "-o", &out, "--force", "--quiet",
+    ]);
     assert_ok(&output);
-    // Warnings go to stderr, even with --quiet.
+    // The summary counts it on stderr, even with --quiet; --verbose names it.
+    assert_eq!(
+        stderr(&output),
+        format!(
+            "warning: {out}: 1 of 1 tensors quantized (q4_0), none kept, 1 tensor over the \
+             accuracy threshold (--verbose lists them)\n"
+        )
+    );
+    let output = run(&[
+        "quantize",
+        &spiky,
+        "--type",
+        "q4_0",
+        "-o",
+        &out,
+        "--force",
+        "--verbose",
+    ]);
+    assert_ok(&output);
     assert!(
-        stderr(&output).contains("exceeds 5%"),
+        stderr(&output).contains(
+            "warning: tensor \"w\": relative error 26.82% exceeds 17.2%, the q4_0 threshold"
+        ),
         "{}",
         stderr(&output)
     );
@@ -433,6 +457,114 @@ fn every_signal_of_6_2_9_through_the_cli() {
         .clone()
         .unwrap();
     assert_eq!(info.warnings.len(), 1);
+}
+
+/// Deterministic N(0, 1) values (xorshift and Box–Muller).
+#[allow(clippy::cast_possible_truncation, reason = "test data in f32")]
+fn gaussian(seed: u64, count: usize) -> Vec<f32> {
+    let mut state = seed;
+    let mut uniform = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    };
+    (0..count)
+        .map(|_| {
+            let (u, v) = (uniform(), uniform());
+            ((-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()) as f32
+        })
+        .collect()
+}
+
+/// A small random Llama-shaped model in Hugging Face's names: weights, norms and biases.
+fn random_llama() -> TensorModel {
+    let shapes: [(&str, Vec<u64>); 9] = [
+        ("model.embed_tokens.weight", vec![128, 64]),
+        ("model.layers.0.input_layernorm.weight", vec![64]),
+        ("model.layers.0.self_attn.q_proj.weight", vec![64, 64]),
+        ("model.layers.0.self_attn.q_proj.bias", vec![64]),
+        ("model.layers.0.post_attention_layernorm.weight", vec![64]),
+        ("model.layers.0.mlp.up_proj.weight", vec![256, 64]),
+        ("model.layers.0.mlp.down_proj.weight", vec![64, 256]),
+        ("model.norm.weight", vec![64]),
+        ("lm_head.weight", vec![128, 64]),
+    ];
+    let tensors = shapes
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, shape))| {
+            let count = usize::try_from(shape.iter().product::<u64>()).unwrap();
+            let values: Vec<f32> = gaussian(i as u64 + 1, count)
+                .iter()
+                .map(|v| v * 0.02)
+                .collect();
+            Tensor::from_f32(name, shape, &values).unwrap()
+        })
+        .collect();
+    TensorModel::new(tensors).unwrap()
+}
+
+/// Issue 17: an ordinary Q4_0 run prints one summary line (what it kept and why, no accuracy
+/// warning: Q4_0's ordinary 8.6% error is under its threshold); `--verbose` adds one line per
+/// tensor; `--json` has every record.
+#[test]
+fn an_ordinary_q4_0_run_prints_one_summary_line_and_verbose_prints_each_tensor() {
+    let ws = Ws::new();
+    let model = random_llama();
+    let path = saved(&ws, "llama.apr", &model, ModelType::NeuralCustom);
+    let out = ws.path("q4.apr");
+    let output = run(&["quantize", &path, "--type", "q4_0", "-o", &out]);
+    assert_ok(&output);
+    assert_eq!(
+        stderr(&output),
+        format!(
+            "{out}: 5 of 9 tensors quantized (q4_0), 4 kept (3: a norm, which llama.cpp keeps \
+             in F32; 1: a bias, which llama.cpp keeps in F32), no accuracy warnings\n"
+        )
+    );
+    let quantized = apr::fs::load_tensors(&out, ModelType::NeuralCustom).unwrap();
+    for (original, tensor) in model.tensors.iter().zip(&quantized.tensors) {
+        let kept = tensor.shape.len() == 1;
+        assert_eq!(tensor == original, kept, "{}", tensor.name);
+    }
+    let info = quantized.quantization.unwrap();
+    assert!(info.warnings.is_empty(), "{:?}", info.warnings);
+
+    let output = run(&[
+        "quantize", &path, "--type", "q4_0", "-o", &out, "--force", "-v",
+    ]);
+    assert_ok(&output);
+    let text = stderr(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1 + model.tensors.len(), "{text}");
+    assert!(!text.contains("warning:"), "{text}");
+    assert!(
+        lines[1].starts_with("  model.embed_tokens.weight: q4_0, error 8."),
+        "{text}"
+    );
+    assert_eq!(
+        lines[2],
+        "  model.layers.0.input_layernorm.weight: kept: a norm, which llama.cpp keeps in F32"
+    );
+
+    let output = run(&[
+        "--json", "quantize", &path, "--type", "q4_0", "-o", &out, "--force",
+    ]);
+    assert_ok(&output);
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["quantized"], 5);
+    assert_eq!(json["kept"][0]["tensors"], 3);
+    assert_eq!(
+        json["kept"][1]["reason"],
+        "a bias, which llama.cpp keeps in F32"
+    );
+    assert_eq!(json["warnings"], serde_json::json!([]));
+    assert_eq!(json["records"].as_array().unwrap().len(), 9);
+    assert_eq!(
+        json["records"][3]["name"],
+        "model.layers.0.self_attn.q_proj.bias"
+    );
 }
 
 #[test]

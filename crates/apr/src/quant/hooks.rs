@@ -1,11 +1,21 @@
-//! Per-layer control of quantization (001 §6.2.4).
+//! Per-layer control of quantization (001 §6.2.4). The built-in hooks share one policy, the
+//! [`TensorRole`] of each tensor: norms, biases and other tensors llama.cpp keeps in F32 are kept
+//! as they are, with the role's reason recorded.
 
-use super::{QuantType, QuantizedBlock};
+use super::{QuantType, QuantizedBlock, TensorRole};
 
 /// Decides, tensor by tensor, whether and how to quantize, and may veto a result.
 pub trait QuantizationHooks {
     /// Called before quantizing each tensor; `None` keeps it as it is.
     fn select_quantizer(&self, layer_name: &str, shape: &[usize]) -> Option<QuantType>;
+
+    /// Why [`QuantizationHooks::select_quantizer`] kept the tensor (called only when it returned
+    /// `None`): the sentence recorded in `TensorQuantization::kept_because`. The default says the
+    /// hooks skipped it; the built-ins give the tensor role's reason.
+    fn kept_because(&self, layer_name: &str, shape: &[usize]) -> String {
+        let _ = (layer_name, shape);
+        "the hooks skipped it".to_owned()
+    }
 
     /// Called after quantizing a tensor; `false` keeps the original instead. The default accepts
     /// every result (the §6.2.9 accuracy warning is recorded either way).
@@ -15,24 +25,41 @@ pub trait QuantizationHooks {
     }
 }
 
-/// Every tensor with the same type (the default).
+/// The reason the role policy keeps `layer_name`, for the built-ins' `kept_because`.
+fn role_reason(layer_name: &str, shape: &[usize]) -> String {
+    TensorRole::of(layer_name, shape)
+        .kept_because()
+        .unwrap_or("the hooks skipped it")
+        .to_owned()
+}
+
+/// One type for every tensor the role policy quantizes (the default): every
+/// [`TensorRole::Weight`], `Embedding` and `Output`; the other roles are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UniformQuantization {
-    /// The type for every tensor.
+    /// The type for every quantized tensor.
     pub quant_type: QuantType,
 }
 
 impl QuantizationHooks for UniformQuantization {
-    fn select_quantizer(&self, _layer_name: &str, _shape: &[usize]) -> Option<QuantType> {
-        Some(self.quant_type)
+    fn select_quantizer(&self, layer_name: &str, shape: &[usize]) -> Option<QuantType> {
+        TensorRole::of(layer_name, shape)
+            .is_quantized()
+            .then_some(self.quant_type)
+    }
+
+    fn kept_because(&self, layer_name: &str, shape: &[usize]) -> String {
+        role_reason(layer_name, shape)
     }
 }
 
-/// Mixed precision: embeddings and the output layer get their own types (001 §6.2.4).
+/// Mixed precision: embeddings and the output layer get their own types (001 §6.2.4); the roles
+/// the policy keeps are kept, as under [`UniformQuantization`].
 ///
 /// A tensor is an embedding when its name contains `embed` or `embd` (`token_embd.weight`,
 /// `model.embed_tokens.weight`), and the output layer when its name starts with `output.` or
-/// `lm_head` (llama.cpp's and Hugging Face's names); everything else gets `default_type`.
+/// `lm_head` (llama.cpp's and Hugging Face's names); see [`TensorRole::of`]. Every other
+/// quantized tensor gets `default_type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MixedPrecisionHooks {
     /// Type of ordinary tensors.
@@ -44,27 +71,31 @@ pub struct MixedPrecisionHooks {
 }
 
 impl MixedPrecisionHooks {
-    /// Whether `name` is an embedding tensor.
+    /// Whether `name` is an embedding tensor (by name alone; [`TensorRole::of`] also looks at the
+    /// shape).
     #[must_use]
     pub fn is_embedding(name: &str) -> bool {
-        name.contains("embed") || name.contains("embd")
+        super::role::is_embedding(&name.to_ascii_lowercase())
     }
 
-    /// Whether `name` is the output layer.
+    /// Whether `name` is the output layer (by name alone).
     #[must_use]
     pub fn is_output(name: &str) -> bool {
-        name.starts_with("output.") || name.starts_with("lm_head")
+        super::role::is_output(&name.to_ascii_lowercase())
     }
 }
 
 impl QuantizationHooks for MixedPrecisionHooks {
-    fn select_quantizer(&self, layer_name: &str, _shape: &[usize]) -> Option<QuantType> {
-        Some(if Self::is_embedding(layer_name) {
-            self.embedding_type
-        } else if Self::is_output(layer_name) {
-            self.output_type
-        } else {
-            self.default_type
-        })
+    fn select_quantizer(&self, layer_name: &str, shape: &[usize]) -> Option<QuantType> {
+        match TensorRole::of(layer_name, shape) {
+            TensorRole::Embedding => Some(self.embedding_type),
+            TensorRole::Output => Some(self.output_type),
+            role if role.is_quantized() => Some(self.default_type),
+            _ => None,
+        }
+    }
+
+    fn kept_because(&self, layer_name: &str, shape: &[usize]) -> String {
+        role_reason(layer_name, shape)
     }
 }

@@ -16,7 +16,7 @@ mod scaling;
 fn write_safetensors(dir: &Path, n: usize) {
     let values = [0.5_f32; 32];
     let tensors = (0..n)
-        .map(|i| Tensor::from_f32(format!("layer.{i:08}.weight"), vec![32], &values).unwrap())
+        .map(|i| Tensor::from_f32(format!("layer.{i:08}.weight"), vec![1, 32], &values).unwrap())
         .collect();
     let model = TensorModel::new(tensors).unwrap();
     let exported = apr::safetensors::export(&model).unwrap();

@@ -50,7 +50,8 @@ enum Command {
     /// Import a .safetensors file as an .apr model, keeping tensor names, shapes and order.
     Import(ImportArgs),
     /// Quantize a model (explicit opt-in, 001 §6.2.5), one tensor at a time: memory is bounded by
-    /// the largest tensor. Bit-exact with ggml for q8_0, q4_0 and q4_1.
+    /// the largest tensor. Bit-exact with ggml for q8_0, q4_0 and q4_1; norms, biases and other
+    /// 1-D tensors stay as they are, as llama.cpp keeps them. Prints one summary line.
     Quantize(QuantizeArgs),
     /// Export a model to GGUF v3 or SafeTensors (001 §6.2.7).
     Export(ExportArgs),

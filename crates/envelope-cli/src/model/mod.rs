@@ -87,10 +87,11 @@ impl InputChecks {
 pub struct QuantizeArgs {
     /// The .apr model to quantize (named tensors, unencrypted).
     pub input: PathBuf,
-    /// Type of every float tensor whose last dimension allows it: q8_0 (8.5 bits/weight), q4_0
-    /// (4.5), q4_1 (5.0), all GGUF-compatible blocks of 32 that need the last dimension to be a
-    /// multiple of 32 (other tensors are kept and the reason recorded), or q8_tensor (8 bits,
-    /// one scale and zero point per tensor).
+    /// Type of every weight matrix: q8_0 (8.5 bits/weight), q4_0 (4.5), q4_1 (5.0), all
+    /// GGUF-compatible blocks of 32 that need the last dimension to be a multiple of 32, or
+    /// q8_tensor (8 bits, one scale and zero point per tensor). Norms, biases, every tensor of
+    /// fewer than 2 dimensions and the few others llama.cpp keeps in F32 are kept, as are tensors
+    /// that are not whole blocks; the reason is recorded (docs/apr.md §5.5).
     #[arg(long = "type", value_name = "TYPE")]
     pub quant_type: String,
     /// Type of embedding tensors (names containing `embed`/`embd`): mixed precision.
@@ -105,6 +106,10 @@ pub struct QuantizeArgs {
     /// over 5% it is a warning in the metadata.
     #[arg(long, value_name = "CSV")]
     pub calibration: Option<PathBuf>,
+    /// Print one line per tensor (its type and error, or why it was kept) and every accuracy
+    /// warning, after the summary line. `--json` always has them.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
     /// The quantized .apr file (atomically; an existing file is refused without --force).
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
@@ -409,32 +414,116 @@ pub fn quantize(args: &QuantizeArgs) -> anyhow::Result<()> {
     writer
         .finish(model_type, &options.card, Some(info.clone()))
         .with_context(|| format!("writing {shown}"))?;
-    let quantized = info
-        .tensors
-        .iter()
-        .filter(|t| t.quant_type.is_some())
-        .count();
     if cli_support::run::mode().json {
+        let kept: Vec<_> = kept_by_reason(&info)
+            .into_iter()
+            .map(|(reason, tensors)| json!({"reason": reason, "tensors": tensors}))
+            .collect();
         cli_support::print::json(&json!({
             "ok": true,
             "output": shown,
-            "quantized": quantized,
+            "quantized": quantized_count(&info),
             "tensors": count,
             "type": default_type.name(),
+            "kept": kept,
             "warnings": info.warnings,
+            "records": info.tensors,
         }))?;
         return Ok(());
     }
-    cli_support::print::note(format!(
-        "{}: {quantized} of {count} tensors quantized ({}), {} warnings",
-        Safe(&shown),
-        default_type.name(),
-        info.warnings.len()
-    ));
-    for warning in &info.warnings {
-        cli_support::print::warn(Safe(warning));
+    let summary = summary_line(&shown, default_type, &info, args.verbose);
+    // A run with accuracy warnings says so even under --quiet; the details are --verbose's.
+    if info.warnings.is_empty() {
+        cli_support::print::note(Safe(&summary));
+    } else {
+        cli_support::print::warn(Safe(&summary));
+    }
+    if args.verbose {
+        for record in &info.tensors {
+            cli_support::print::note(Safe(&tensor_line(record)));
+        }
+        for warning in &info.warnings {
+            cli_support::print::warn(Safe(warning));
+        }
     }
     Ok(())
+}
+
+fn quantized_count(info: &apr::QuantizationInfo) -> usize {
+    info.tensors
+        .iter()
+        .filter(|t| t.quant_type.is_some())
+        .count()
+}
+
+/// How many tensors were kept for each reason, in the order the reasons first occur.
+fn kept_by_reason(info: &apr::QuantizationInfo) -> Vec<(&str, usize)> {
+    let mut groups: Vec<(&str, usize)> = Vec::new();
+    for reason in info
+        .tensors
+        .iter()
+        .filter_map(|t| t.kept_because.as_deref())
+    {
+        match groups.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, n)) => *n += 1,
+            None => groups.push((reason, 1)),
+        }
+    }
+    groups
+}
+
+/// `apr quantize`'s one line: what was quantized, what was kept and why, and how many accuracy
+/// warnings (issue 17: per-tensor detail is `--verbose`'s).
+fn summary_line(
+    shown: &str,
+    quant: QuantType,
+    info: &apr::QuantizationInfo,
+    verbose: bool,
+) -> String {
+    let kept = kept_by_reason(info);
+    let kept = if kept.is_empty() {
+        "none kept".to_owned()
+    } else {
+        let total: usize = kept.iter().map(|(_, n)| n).sum();
+        let reasons: Vec<String> = kept.iter().map(|(r, n)| format!("{n}: {r}")).collect();
+        format!("{total} kept ({})", reasons.join("; "))
+    };
+    let warnings = match info.warnings.len() {
+        0 => "no accuracy warnings".to_owned(),
+        1 => "1 tensor over the accuracy threshold".to_owned(),
+        n => format!("{n} tensors over the accuracy threshold"),
+    };
+    let hint = if verbose || info.warnings.is_empty() {
+        ""
+    } else {
+        " (--verbose lists them)"
+    };
+    format!(
+        "{shown}: {} of {} tensors quantized ({}), {kept}, {warnings}{hint}",
+        quantized_count(info),
+        info.tensors.len(),
+        quant.name()
+    )
+}
+
+/// One tensor's line under `--verbose`.
+fn tensor_line(record: &apr::quant::TensorQuantization) -> String {
+    let mut line = format!("  {}: ", record.name);
+    match (&record.kept_because, record.quant_type) {
+        (Some(why), _) => line += &format!("kept: {why}"),
+        (None, Some(id)) => {
+            let name = QuantType::from_id(id).map_or("unknown", QuantType::name);
+            line += name;
+            if let Some(error) = record.relative_error {
+                line += &format!(", error {:.2}%", error * 100.0);
+            }
+            if let Some(error) = record.output_error {
+                line += &format!(", output error {:.2}%", error * 100.0);
+            }
+        }
+        (None, None) => line += "kept",
+    }
+    line
 }
 
 /// `apr export`.
