@@ -70,6 +70,17 @@ fn f32_bytes(values: &[f32], out: &mut [u8]) {
     }
 }
 
+/// Redundancies [`TensorModel::watermarked_sparsest`] tries, sparsest first, before the dense
+/// mark (1).
+pub const SPARSE_REDUNDANCIES: [f32; 6] = [
+    1.0 / 65_536.0,
+    1.0 / 4_096.0,
+    1.0 / 256.0,
+    1.0 / 64.0,
+    1.0 / 16.0,
+    0.25,
+];
+
 impl TensorModel {
     /// A copy of the model carrying `watermark`'s buyer mark under `seller_key`, and what was
     /// marked. `watermark.column_indices` index [`TensorModel::tensors`]; empty means every
@@ -125,6 +136,52 @@ impl TensorModel {
         }
         let report = marking.finish()?;
         Ok((marked, report))
+    }
+
+    /// Whether `watermark` selects a block-quantized tensor (Q8_0, Q4_0, Q4_1), whose mark moves
+    /// every quant it uses by a whole quantization step: density is distortion there.
+    #[must_use]
+    pub fn marks_blocks(&self, watermark: &Watermark) -> bool {
+        self.tensors.iter().enumerate().any(|(index, tensor)| {
+            watermark.selects(index) && matches!(carrier(tensor.dtype), Carrier::Blocks(_))
+        })
+    }
+
+    /// [`TensorModel::watermarked`] at the sparsest of [`SPARSE_REDUNDANCIES`] (then 1) whose
+    /// mark extracts, else the sparsest that `verify` still proves; returns the redundancy used
+    /// (the one in `watermark` is ignored). For a model with block tensors, where the default dense
+    /// mark moves about half the quants by a step (docs/watermark.md §13).
+    ///
+    /// # Errors
+    /// As [`TensorModel::watermarked`], the densest attempt's error when none reads back.
+    pub fn watermarked_sparsest(
+        &self,
+        watermark: &Watermark,
+        seller_key: &SellerKey,
+    ) -> Result<(Self, MarkReport, f32)> {
+        let mut mark = watermark.clone();
+        let mut verify_only = None;
+        for redundancy in SPARSE_REDUNDANCIES {
+            mark.redundancy = redundancy;
+            match self.watermarked(&mark, seller_key) {
+                Ok((marked, report)) if report.traceability == Traceability::Extractable => {
+                    return Ok((marked, report, redundancy));
+                }
+                Ok((marked, report)) => {
+                    verify_only.get_or_insert((marked, report, redundancy));
+                }
+                // Too sparse to read back: denser ones follow.
+                Err(_) => {}
+            }
+        }
+        mark.redundancy = 1.0;
+        match (self.watermarked(&mark, seller_key), verify_only) {
+            (Ok((marked, report)), _) if report.traceability == Traceability::Extractable => {
+                Ok((marked, report, 1.0))
+            }
+            (_, Some(sparser)) => Ok(sparser),
+            (densest, None) => densest.map(|(marked, report)| (marked, report, 1.0)),
+        }
     }
 
     /// Every tensor that may hold a mark, read under `seller_key` into one reading (then

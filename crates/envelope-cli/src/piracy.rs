@@ -17,7 +17,6 @@ use clap::{Args, Subcommand};
 use cli_support::keys::PasswordSource;
 use cli_support::output::{self, Access, Content, Force};
 use cli_support::terminal::Safe;
-use envelope_core::Envelope;
 use envelope_license::{LicenseBlock, LicenseFlags};
 use envelope_sign::Identity;
 use serde_json::{Value, json};
@@ -42,10 +41,33 @@ pub struct Kind {
     pub tool: Tool,
     /// What a slice is called: `column` or `tensor`.
     pub noun: &'static str,
+    /// `watermark`'s strength when `--strength` is not given.
+    pub default_strength: f32,
     /// Whether `scan` reads a file of this name.
     pub accepts: fn(&Path) -> bool,
-    /// Reads a file (unencrypted) into its slices.
-    pub open: fn(&Path) -> anyhow::Result<Box<dyn Subject>>,
+    /// Reads a file (unencrypted) into its slices, with its license if it has one.
+    pub open: fn(&Path) -> anyhow::Result<Suspect>,
+}
+
+/// A suspect file as read: its slices, and the license an envelope file carries.
+pub struct Suspect {
+    /// The dataset or model.
+    pub subject: Box<dyn Subject>,
+    /// The license block of an `.ald`/`.apr` (read in the same pass), if any.
+    pub license: Option<LicenseBlock>,
+}
+
+/// The error for an encrypted input to `watermark` or `piracy`: `DecryptionFailed` (key
+/// required), with `how` to decrypt it. Marks go into the plaintext before licensing,
+/// encryption and signing; leaked copies are examined decrypted.
+#[must_use]
+pub fn encrypted_input(how: &'static str) -> anyhow::Error {
+    anyhow::Error::new(envelope_core::Error::DecryptionFailed(
+        envelope_core::DecryptionFailure::KeyRequired,
+    ))
+    .context(format!(
+        "{how} (mark the plaintext, then license, encrypt and sign)"
+    ))
 }
 
 /// How `tool` reads suspects.
@@ -72,9 +94,10 @@ pub fn check_licensee_mark(
     identity: &Identity,
 ) -> anyhow::Result<()> {
     let seller_key = SellerKey::new(*identity.watermark_secret());
-    let subject = open(kind_of(tool), file)
+    let suspect = open(kind_of(tool), file)
         .context("--watermarked reads the content to check the mark; license before encrypting")?;
-    let verification = subject
+    let verification = suspect
+        .subject
         .reading(&seller_key)
         .verify(&seller_key.buyer_hash(licensee.as_bytes()));
     if !verification.matched {
@@ -171,10 +194,6 @@ pub struct OutputArgs {
     pub force: Force,
 }
 
-/// The default strength of `apr watermark`: model outputs move by under 1e-4 (docs/watermark.md
-/// §13), the distortion limit, where the engine's default 1e-3 moves them by about 5e-4.
-pub const MODEL_STRENGTH: f32 = 1e-4;
-
 /// `watermark`: the arguments both tools share.
 #[derive(Debug, Args)]
 pub struct MarkArgs {
@@ -213,7 +232,8 @@ pub struct MarkArgs {
 }
 
 impl MarkArgs {
-    /// The watermark these arguments ask for, with slices chosen among `names` (in order).
+    /// The watermark these arguments ask for, with slices chosen among `names` (in order) and
+    /// `kind`'s default strength.
     ///
     /// # Errors
     /// `Usage` for a name that is not one of `names`, or for a strength or redundancy out of
@@ -222,14 +242,11 @@ impl MarkArgs {
         &self,
         seller_key: &SellerKey,
         names: &[String],
-        noun: &str,
+        kind: &Kind,
     ) -> anyhow::Result<watermark::Watermark> {
+        let noun = kind.noun;
         let mut mark = watermark::Watermark::for_buyer(seller_key, self.buyer.as_bytes());
-        mark.strength = self.strength.unwrap_or(if noun == "tensor" {
-            MODEL_STRENGTH
-        } else {
-            watermark::DEFAULT_STRENGTH
-        });
+        mark.strength = self.strength.unwrap_or(kind.default_strength);
         mark.redundancy = self.redundancy.unwrap_or(1.0);
         for wanted in &self.columns {
             let index = names
@@ -486,7 +503,7 @@ pub fn run(kind: Kind, command: PiracyCommand) -> anyhow::Result<()> {
     }
 }
 
-fn open(kind: Kind, file: &Path) -> anyhow::Result<Box<dyn Subject>> {
+fn open(kind: Kind, file: &Path) -> anyhow::Result<Suspect> {
     (kind.open)(file).with_context(|| format!("reading {}", file.display()))
 }
 
@@ -505,7 +522,7 @@ fn statistics_json(name: &str, statistics: &SliceStatistics) -> Value {
 }
 
 fn detect_command(kind: Kind, file: &Path) -> anyhow::Result<()> {
-    let subject = open(kind, file)?;
+    let subject = open(kind, file)?.subject;
     let (names, statistics): (Vec<String>, Vec<SliceStatistics>) =
         subject.statistics().into_iter().unzip();
     let result = detect::detect(statistics);
@@ -553,7 +570,7 @@ fn entropy_command(
     let destination = output
         .map(|path| output::destination(path, force, Access::Shared, Content::Text))
         .transpose()?;
-    let subject = open(kind, file)?;
+    let subject = open(kind, file)?.subject;
     let statistics = subject.statistics();
     let report = json!({
         "ok": true,
@@ -701,34 +718,51 @@ fn finding_text(finding: &Finding, buyers: &Buyers) -> String {
     }
 }
 
-/// The license of an envelope file, if it has one (datasets and models).
-fn license_of(kind: Kind, file: &Path) -> Option<LicenseBlock> {
-    let envelope: Envelope<Vec<u8>> = crate::security::load(kind.tool, file).ok()?;
-    envelope_license::read_license(&envelope).ok()?
+/// What a license claims about a mark, against what was found.
+struct Claim {
+    /// The license has the WATERMARKED flag.
+    flagged: bool,
+    /// A mark of this key was found (extracted or identified).
+    found: Option<[u8; 32]>,
+    /// The licensee, when the buyer list names them (the license stores only SHA-256 of the
+    /// name, the mark HMAC(K, name): the list links the two).
+    licensee: Option<String>,
 }
 
-/// What the license claims about a mark, checked against what was found.
-fn claim_check(license: &LicenseBlock, finding: &Finding, buyers: &Buyers) -> Value {
-    let claims = license.flags.contains(LicenseFlags::WATERMARKED);
-    let found = match finding {
-        Finding::Extracted(found) => Some(found.buyer_hash),
-        Finding::Identified(index, _) => Some(buyers.hashes[*index]),
-        Finding::Nothing => None,
-    };
-    // The license stores SHA-256(licensee); the mark stores HMAC(K, buyer). A buyer list links
-    // the two by name.
-    let licensee = buyers.ids.iter().find(|id| license.is_for(id));
-    let mark_is_licensee = match (found, licensee) {
-        (Some(hash), Some(id)) => Some(buyers.name(&hash) == Some(id.as_str())),
-        _ => None,
-    };
-    json!({
-        "watermarked_flag": claims,
-        "mark_found": found.is_some(),
-        "licensee": licensee,
-        "mark_is_licensee": mark_is_licensee,
-        "claim_holds": if claims { Some(found.is_some() && mark_is_licensee != Some(false)) } else { None },
-    })
+impl Claim {
+    fn of(license: &LicenseBlock, finding: &Finding, buyers: &Buyers) -> Self {
+        Self {
+            flagged: license.flags.contains(LicenseFlags::WATERMARKED),
+            found: match finding {
+                Finding::Extracted(found) => Some(found.buyer_hash),
+                Finding::Identified(index, _) => Some(buyers.hashes[*index]),
+                Finding::Nothing => None,
+            },
+            licensee: buyers.ids.iter().find(|id| license.is_for(id)).cloned(),
+        }
+    }
+
+    /// Whether the mark found names the licensee (unknown without both).
+    fn mark_is_licensee(&self, buyers: &Buyers) -> Option<bool> {
+        let (hash, licensee) = (self.found?, self.licensee.as_deref()?);
+        Some(buyers.name(&hash) == Some(licensee))
+    }
+
+    /// For a WATERMARKED license: a mark is there and nothing says it is another buyer's.
+    fn holds(&self, buyers: &Buyers) -> Option<bool> {
+        self.flagged
+            .then(|| self.found.is_some() && self.mark_is_licensee(buyers) != Some(false))
+    }
+
+    fn json(&self, buyers: &Buyers) -> Value {
+        json!({
+            "watermarked_flag": self.flagged,
+            "mark_found": self.found.is_some(),
+            "licensee": self.licensee,
+            "mark_is_licensee": self.mark_is_licensee(buyers),
+            "claim_holds": self.holds(buyers),
+        })
+    }
 }
 
 fn extract_command(
@@ -739,35 +773,34 @@ fn extract_command(
 ) -> anyhow::Result<()> {
     let (seller_key, _) = seller.secret(kind.tool)?;
     let buyers = Buyers::read(buyers, &seller_key)?;
-    let subject = open(kind, file)?;
-    let reading = subject.reading(&seller_key);
+    let suspect = open(kind, file)?;
+    let reading = suspect.subject.reading(&seller_key);
     let finding = find(&reading, &buyers);
-    let license = license_of(kind, file).map(|license| claim_check(&license, &finding, &buyers));
+    let claim = suspect
+        .license
+        .as_ref()
+        .map(|license| Claim::of(license, &finding, &buyers));
     if cli_support::run::mode().json {
         let mut value = finding_json(&finding, &buyers);
         value["ok"] = json!(true);
         value["file"] = json!(file.display().to_string());
         value["slices"] = slices_json(&reading);
-        if let Some(license) = license {
-            value["license"] = license;
+        if let Some(claim) = &claim {
+            value["license"] = claim.json(&buyers);
         }
         cli_support::print::json(&value)?;
         return Ok(());
     }
     cli_support::print::line(Safe(&finding_text(&finding, &buyers)))?;
-    if let Some(license) = license
-        && license["watermarked_flag"] == json!(true)
-    {
-        cli_support::print::line(match license["claim_holds"].as_bool() {
-            Some(true) => "License: WATERMARKED, and the mark is there".to_owned(),
-            _ => format!(
-                "License: WATERMARKED, but {}",
-                if license["mark_found"] == json!(true) {
-                    "the mark names another buyer than the licensee"
-                } else {
-                    "no mark of this key was found: the claim does not hold"
-                }
-            ),
+    if let Some(claim) = claim.filter(|claim| claim.flagged) {
+        cli_support::print::line(match (claim.holds(&buyers), claim.found) {
+            (Some(true), _) => "License: WATERMARKED, and the mark is there",
+            (_, Some(_)) => {
+                "License: WATERMARKED, but the mark names another buyer than the licensee"
+            }
+            (_, None) => {
+                "License: WATERMARKED, but no mark of this key was found: the claim does not hold"
+            }
         })?;
     }
     Ok(())
@@ -823,7 +856,7 @@ fn prove_command(
         (None, None) => bail!("Usage: give --buyer ID or --buyer-hash HEX"),
     };
     let facts = file_facts(file)?;
-    let subject = open(kind, file)?;
+    let subject = open(kind, file)?.subject;
     let reading = subject.reading(&seller_key);
     let verification = reading.verify(&hash);
     let extracted = reading.extract();
@@ -991,7 +1024,7 @@ fn scan_command(
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some(path) = files.get(index) else { break };
                     let outcome = open(kind, path)
-                        .map(|subject| find(&subject.reading(&seller_key), &buyers))
+                        .map(|suspect| find(&suspect.subject.reading(&seller_key), &buyers))
                         .map_err(|error| cli_support::run::error_line(&error));
                     results
                         .lock()

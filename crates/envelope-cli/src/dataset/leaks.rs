@@ -6,11 +6,12 @@ use std::path::Path;
 
 use ald::interchange::{FileKind, ReadOptions, Source};
 use ald::watermark::{Reading, SellerKey, detect::SliceStatistics};
-use ald::{ArrowDataset, LoadOptions, SaveOptions};
-use anyhow::{Context as _, bail};
-use envelope_core::Flags;
+use ald::{ArrowDataset, DatasetType, LoadOptions, SaveOptions, StreamingDataset};
+use anyhow::Context as _;
+use envelope_core::{Compression, Flags};
+use envelope_license::LicenseBlock;
 
-use crate::piracy::{self, Kind, MarkArgs, Subject};
+use crate::piracy::{self, Kind, MarkArgs, Subject, Suspect};
 use crate::security::Tool;
 
 impl Subject for ArrowDataset {
@@ -27,23 +28,62 @@ impl Subject for ArrowDataset {
 pub const PIRACY: Kind = Kind {
     tool: Tool::ALIMENTAR,
     noun: "column",
+    default_strength: watermark::DEFAULT_STRENGTH,
     accepts: |path| FileKind::of(path).is_ok(),
-    open: |path| Ok(Box::new(read_table(path)?)),
+    open: |path| {
+        let input = read_input(path)?;
+        Ok(Suspect {
+            subject: Box::new(input.dataset),
+            license: input.license,
+        })
+    },
 };
 
-/// The whole table in `path`, of any kind `convert` reads. A licensed `.ald` is read whatever its
+/// A table read for `watermark` or `piracy`, with what an `.ald` said about itself.
+struct Input {
+    dataset: ArrowDataset,
+    /// How to write it back as `.ald`: the input's type, card, compression and layout.
+    save: SaveOptions,
+    license: Option<LicenseBlock>,
+}
+
+/// The whole table in `path`, of any kind `convert` reads; an `.ald` is mapped and verified once,
+/// then its header, card and license come with the table. A licensed `.ald` is read whatever its
 /// expiry: tracing a leak is not using the data under its license.
-fn read_table(path: &Path) -> anyhow::Result<ArrowDataset> {
-    let options = ReadOptions {
-        ald: LoadOptions {
-            // Time 0 is before any expiry (000 §9.3: a leaked copy is examined, not licensed).
-            now_unix: Some(0),
-            limits: crate::limits(),
-            ..LoadOptions::default()
-        },
-        ..ReadOptions::default()
+fn read_input(path: &Path) -> anyhow::Result<Input> {
+    let options = LoadOptions {
+        // Time 0 is before any expiry (000 §9.3: a leaked copy is examined, not licensed).
+        now_unix: Some(0),
+        limits: crate::limits(),
+        ..LoadOptions::default()
     };
-    Ok(Source::open(path, options)?.read_all()?)
+    if FileKind::of(path)? != FileKind::Ald {
+        let read = ReadOptions {
+            ald: options,
+            ..ReadOptions::default()
+        };
+        return Ok(Input {
+            dataset: Source::open(path, read)?.read_all()?,
+            save: SaveOptions::new(DatasetType::Tabular, Compression::ZstdL3),
+            license: None,
+        });
+    }
+    let file = StreamingDataset::open(path, &options)?;
+    let opened = file.file();
+    if opened.is_encrypted() {
+        return Err(piracy::encrypted_input("decrypt it first"));
+    }
+    let header = opened.envelope().header();
+    let mut save = SaveOptions::new(opened.dataset_type(), header.compression());
+    save.metadata = opened.metadata().clone();
+    if header.flags().contains(Flags::STREAMING) {
+        save.chunk_rows = Some(ald::DEFAULT_CHUNK_ROWS);
+    }
+    Ok(Input {
+        dataset: opened.read_dataset(&options)?,
+        save,
+        license: opened.license().cloned(),
+    })
 }
 
 /// `alimentar watermark`: a copy of FILE marked for one buyer. An `.ald` output keeps the input's
@@ -57,45 +97,15 @@ pub fn watermark(tool: Tool, args: &MarkArgs) -> anyhow::Result<()> {
     let destination = args.destination()?;
     let output_kind = FileKind::of(&args.output)?;
     let seller_key = args.seller_key(tool)?;
-    let (dataset, save) = if FileKind::of(&args.input)? == FileKind::Ald {
-        let envelope = crate::security::load(tool, &args.input)?;
-        let flags = envelope.header().flags();
-        if flags.contains(Flags::ENCRYPTED) {
-            bail!(
-                "Usage: {} is encrypted: mark the plaintext, then license, encrypt and sign",
-                args.input.display()
-            );
-        }
-        let loaded = ald::load_from_bytes_with(
-            envelope.as_bytes(),
-            &LoadOptions {
-                now_unix: Some(0),
-                limits: crate::limits(),
-                ..LoadOptions::default()
-            },
-        )?;
-        let mut save = SaveOptions::new(loaded.dataset_type, envelope.header().compression());
-        save.metadata = loaded.metadata;
-        if flags.contains(Flags::STREAMING) {
-            save.chunk_rows = Some(ald::DEFAULT_CHUNK_ROWS);
-        }
-        (loaded.dataset, save)
-    } else {
-        let dataset =
-            read_table(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
-        let save = SaveOptions::new(
-            ald::DatasetType::Tabular,
-            envelope_core::Compression::ZstdL3,
-        );
-        (dataset, save)
-    };
+    let Input { dataset, save, .. } =
+        read_input(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
     let names: Vec<String> = dataset
         .schema()
         .fields()
         .iter()
         .map(|field| field.name().clone())
         .collect();
-    let mark = args.watermark(&seller_key, &names, "column")?;
+    let mark = args.watermark(&seller_key, &names, &PIRACY)?;
     let (marked, report) = dataset.watermarked(&mark, &seller_key)?;
     let shown = destination.path().display().to_string();
     if output_kind == FileKind::Ald {

@@ -3,13 +3,14 @@
 
 use std::path::Path;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use apr::{ModelType, SaveOptions, TensorModel};
 use envelope_core::Flags;
+use envelope_license::LicenseBlock;
 use watermark::detect::SliceStatistics;
 use watermark::{Reading, SellerKey};
 
-use crate::piracy::{self, Kind, MarkArgs, Subject};
+use crate::piracy::{self, Kind, MarkArgs, Subject, Suspect};
 use crate::security::Tool;
 
 impl Subject for TensorModel {
@@ -31,17 +32,40 @@ fn has_extension(path: &Path, wanted: &str) -> bool {
 pub const PIRACY: Kind = Kind {
     tool: Tool::APR,
     noun: "tensor",
+    default_strength: MODEL_STRENGTH,
     accepts: |path| has_extension(path, "apr") || has_extension(path, "safetensors"),
-    open: |path| Ok(Box::new(read_model(path)?.0)),
+    open: |path| {
+        let input = read_model(path)?;
+        Ok(Suspect {
+            subject: Box::new(input.model),
+            license: input.license,
+        })
+    },
 };
+
+/// The default strength of `apr watermark`: model outputs move by under 1e-4 (docs/watermark.md
+/// §13), the issue's distortion limit, where the engine's default 1e-3 moves them by about 5e-4.
+pub const MODEL_STRENGTH: f32 = 1e-4;
+
+/// A model read for `watermark` or `piracy`, with what an `.apr` said about itself.
+struct Input {
+    model: TensorModel,
+    model_type: ModelType,
+    save: SaveOptions,
+    license: Option<LicenseBlock>,
+}
 
 /// The tensors of `path` (`.apr`, or SafeTensors by extension), with the `.apr`'s type and save
 /// options. A licensed `.apr` is read whatever its expiry: tracing a leak is not using the model
 /// under its license.
-fn read_model(path: &Path) -> anyhow::Result<(TensorModel, ModelType, SaveOptions)> {
+fn read_model(path: &Path) -> anyhow::Result<Input> {
     if has_extension(path, "safetensors") {
-        let model = apr::fs::import_safetensors(path)?;
-        return Ok((model, ModelType::Custom, SaveOptions::default()));
+        return Ok(Input {
+            model: apr::fs::import_safetensors(path)?,
+            model_type: ModelType::Custom,
+            save: SaveOptions::default(),
+            license: None,
+        });
     }
     let options = apr::LoadOptions {
         // Time 0 is before any expiry (a leaked copy is examined, not licensed).
@@ -51,18 +75,21 @@ fn read_model(path: &Path) -> anyhow::Result<(TensorModel, ModelType, SaveOption
     };
     let file = apr::fs::open_verified(path, &options)?;
     if file.envelope().header().flags().contains(Flags::ENCRYPTED) {
-        bail!(
-            "{}; decrypt the model first with `apr decrypt` (mark the plaintext, then license, \
-             encrypt and sign)",
-            envelope_core::Error::DecryptionFailed(envelope_core::DecryptionFailure::KeyRequired)
-        );
+        return Err(piracy::encrypted_input(
+            "decrypt the model first with `apr decrypt`",
+        ));
     }
     let model_type = ModelType::from_id(file.model_type_id()).unwrap_or(ModelType::Custom);
     let save = SaveOptions {
         card: file.metadata().model_card.clone(),
         compression: file.envelope().header().compression(),
     };
-    Ok((file.tensors()?, model_type, save))
+    Ok(Input {
+        model: file.tensors()?,
+        model_type,
+        save,
+        license: envelope_license::read_license(file.envelope())?,
+    })
 }
 
 /// `apr watermark`: a copy of an `.apr` model marked for one buyer, with the input's type, card,
@@ -75,24 +102,26 @@ fn read_model(path: &Path) -> anyhow::Result<(TensorModel, ModelType, SaveOption
 pub fn watermark(tool: Tool, args: &MarkArgs) -> anyhow::Result<()> {
     let destination = args.destination()?;
     let seller_key = args.seller_key(tool)?;
-    let (model, model_type, save) =
-        read_model(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
+    let Input {
+        model,
+        model_type,
+        save,
+        ..
+    } = read_model(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
     let names: Vec<String> = model.tensors.iter().map(|t| t.name.clone()).collect();
-    let mut mark = args.watermark(&seller_key, &names, "tensor")?;
-    let has_blocks = model
-        .tensors
-        .iter()
-        .enumerate()
-        .any(|(index, tensor)| mark.selects(index) && tensor.dtype.is_quantized());
-    let (marked, report) = if args.redundancy.is_none() && has_blocks {
-        sparsest(&model, &mut mark, &seller_key)?
+    let mut mark = args.watermark(&seller_key, &names, &PIRACY)?;
+    let blocks = model.marks_blocks(&mark);
+    let (marked, report) = if args.redundancy.is_none() && blocks {
+        let (marked, report, redundancy) = model.watermarked_sparsest(&mark, &seller_key)?;
+        mark.redundancy = redundancy;
+        (marked, report)
     } else {
         model.watermarked(&mark, &seller_key)?
     };
     let shown = destination.path().display().to_string();
     apr::fs::save_tensors(destination, &marked, model_type, &save)
         .with_context(|| format!("writing {shown}"))?;
-    if has_blocks {
+    if blocks {
         cli_support::print::note(format!(
             "quantized tensors carry the mark at redundancy {} (each marked quant moves by one \
              step; pass --redundancy to choose)",
@@ -100,47 +129,4 @@ pub fn watermark(tool: Tool, args: &MarkArgs) -> anyhow::Result<()> {
         ));
     }
     piracy::report_marked(&shown, &args.buyer, &mark, &report, "tensor")
-}
-
-/// Redundancies tried for a model with block-quantized tensors, sparsest first.
-const BLOCK_REDUNDANCIES: [f32; 7] = [
-    1.0 / 65_536.0,
-    1.0 / 4_096.0,
-    1.0 / 256.0,
-    1.0 / 64.0,
-    1.0 / 16.0,
-    0.25,
-    1.0,
-];
-
-/// Marks `model` at the sparsest of [`BLOCK_REDUNDANCIES`] whose mark extracts (a block mark
-/// moves every quant it uses by a whole quantization step, so density is distortion); if none
-/// extracts, the sparsest that `verify` still proves. Leaves the redundancy used in `mark`.
-fn sparsest(
-    model: &TensorModel,
-    mark: &mut watermark::Watermark,
-    seller_key: &SellerKey,
-) -> anyhow::Result<(TensorModel, watermark::MarkReport)> {
-    let mut verify_only = None;
-    let mut last_error = None;
-    for redundancy in BLOCK_REDUNDANCIES {
-        mark.redundancy = redundancy;
-        match model.watermarked(mark, seller_key) {
-            Ok((marked, report)) if report.traceability == watermark::Traceability::Extractable => {
-                return Ok((marked, report));
-            }
-            Ok(found) => {
-                verify_only.get_or_insert((redundancy, found));
-            }
-            Err(error) => last_error = Some(error),
-        }
-    }
-    if let Some((redundancy, found)) = verify_only {
-        mark.redundancy = redundancy;
-        return Ok(found);
-    }
-    Err(last_error.map_or_else(
-        || anyhow::anyhow!("the model cannot carry the mark"),
-        anyhow::Error::from,
-    ))
 }
