@@ -48,6 +48,73 @@ pub struct ModelCard {
     pub created_at: String,
     /// Last update, RFC 3339.
     pub updated_at: Option<String>,
+    /// The files of the model's source directory kept verbatim by a Hugging Face import
+    /// (`config.json`, the tokenizer files): what GGUF and SafeTensors export need to write a
+    /// model llama.cpp runs and transformers loads (`docs/apr.md` §8). Part of the card so that
+    /// every rewrite (quantize, convert, sign, license, watermark) carries it.
+    #[serde(skip_serializing_if = "SourceFiles::is_empty")]
+    pub source_files: SourceFiles,
+}
+
+/// Source files by name (`config.json`, `tokenizer.json`, ...), their bytes verbatim.
+///
+/// In MessagePack (the `.apr` metadata) a map of names to `bin` values. In a human-readable
+/// format (JSON: `apr inspect --json`, the GGUF `apr.model_card` key) only each file's length
+/// is written, and reading one back from JSON is refused: the files come from an import, never
+/// from a hand-written card.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SourceFiles(pub BTreeMap<String, Vec<u8>>);
+
+impl SourceFiles {
+    /// True if no file is kept.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The bytes of the file `name`, if kept.
+    #[must_use]
+    pub fn get(&self, name: &str) -> Option<&[u8]> {
+        self.0.get(name).map(Vec::as_slice)
+    }
+}
+
+impl Serialize for SourceFiles {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let human = serializer.is_human_readable();
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (name, bytes) in &self.0 {
+            if human {
+                map.serialize_entry(name, &bytes.len())?;
+            } else {
+                map.serialize_entry(name, serde_bytes::Bytes::new(bytes))?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for SourceFiles {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> core::result::Result<Self, D::Error> {
+        if deserializer.is_human_readable() {
+            return Err(serde::de::Error::custom(
+                "source_files are kept by `apr import` of a model directory, not set by a card",
+            ));
+        }
+        let files = BTreeMap::<String, serde_bytes::ByteBuf>::deserialize(deserializer)?;
+        Ok(Self(
+            files
+                .into_iter()
+                .map(|(name, bytes)| (name, bytes.into_vec()))
+                .collect(),
+        ))
+    }
 }
 
 /// What the payload holds.
@@ -155,6 +222,32 @@ mod tests {
         };
         let bytes = metadata.encode().unwrap();
         assert_eq!(ModelMetadata::decode(&bytes).unwrap(), metadata);
+    }
+
+    #[test]
+    fn source_files_are_bytes_in_messagepack_and_lengths_in_json() {
+        let mut card = ModelCard::default();
+        card.source_files
+            .0
+            .insert("tokenizer.model".into(), vec![0, 159, 146, 150]);
+        let metadata = ModelMetadata {
+            model_card: card.clone(),
+            payload: PayloadKind::Tensors,
+            tensors: Vec::new(),
+            quantization: None,
+        };
+        let back = ModelMetadata::decode(&metadata.encode().unwrap()).unwrap();
+        assert_eq!(back.model_card.source_files, card.source_files);
+        let json = serde_json::to_value(&card).unwrap();
+        assert_eq!(
+            json["source_files"],
+            serde_json::json!({"tokenizer.model": 4})
+        );
+        let error = serde_json::from_value::<ModelCard>(json).unwrap_err();
+        assert!(error.to_string().contains("apr import"), "{error}");
+        // A card without files says nothing about them.
+        let plain = serde_json::to_value(ModelCard::default()).unwrap();
+        assert!(plain.get("source_files").is_none());
     }
 
     #[test]

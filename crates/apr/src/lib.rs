@@ -66,7 +66,9 @@ pub mod watermark;
 pub mod fs;
 mod secure;
 
-pub use card::{MAX_METADATA_DEPTH, ModelCard, ModelMetadata, PayloadKind, TensorEntry};
+pub use card::{
+    MAX_METADATA_DEPTH, ModelCard, ModelMetadata, PayloadKind, SourceFiles, TensorEntry,
+};
 pub use codec::{
     AprFile, MAX_PAYLOAD_DEPTH, SaveOptions, load_from_bytes, load_tensors_from_bytes, model_parts,
     save_tensors_to_bytes, save_to_bytes, tensor_parts,
