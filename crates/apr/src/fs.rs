@@ -134,10 +134,13 @@ pub fn export_gguf(
 }
 
 /// Exports an unencrypted model file to GGUF one tensor at a time ([`gguf::write_lazy`]): memory
-/// holds one tensor, whatever the model's size. The file is written atomically.
+/// holds one tensor, whatever the model's size. The file is written atomically. A serde linear or
+/// logistic regression is written as its `coefficients` and `intercept` tensors
+/// ([`crate::regression`], 003 §7.1).
 ///
 /// # Errors
-/// As [`gguf::write_lazy`] and [`AprFile::tensor_at`], plus `Io`.
+/// As [`gguf::write_lazy`] and [`AprFile::tensor_at`], plus `Io`; `ExportFailed` for a serde
+/// model without a tensor layout.
 pub fn export_gguf_from<B: AsRef<[u8]>>(
     destination: impl Into<Destination>,
     file: &AprFile<B>,
@@ -145,6 +148,18 @@ pub fn export_gguf_from<B: AsRef<[u8]>>(
 ) -> Result<()> {
     let model_type = ModelType::from_id(file.model_type_id()).unwrap_or(ModelType::Custom);
     let metadata = file.metadata();
+    if metadata.payload == PayloadKind::Serde {
+        // 003 §7.1: a regression's coefficients and intercept as tensors; other serde models
+        // are refused by `regression_tensors` before anything is written.
+        let model = crate::regression::regression_tensors(file)?;
+        return export_gguf(
+            destination,
+            &model,
+            model_type,
+            &metadata.model_card,
+            options,
+        );
+    }
     output_file::write(destination, |out| {
         gguf::write_lazy(
             &metadata.tensors,

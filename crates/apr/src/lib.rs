@@ -56,6 +56,7 @@ mod load;
 mod model;
 mod model_type;
 pub mod quant;
+pub mod regression;
 pub mod safetensors;
 mod summary;
 mod tensor;

@@ -232,6 +232,61 @@ fn gguf_reader_reads_back_every_exported_file() {
     }
 }
 
+/// 003 §7.1: a serde linear regression exports to GGUF as its `coefficients` and `intercept`
+/// tensors, which gguf-py reads back with the values; a serde model of another type is refused
+/// with `ExportFailed` and nothing is written.
+#[test]
+#[ignore = "interop: needs INTEROP_PYTHON (run by .ci/run)"]
+fn serde_regressions_export_to_gguf_as_coefficient_tensors() {
+    #[derive(serde::Serialize)]
+    struct Linear {
+        coefficients: Vec<f64>,
+        intercept: f64,
+        fit_intercept: bool,
+    }
+    let linear = Linear {
+        coefficients: vec![1.5, -2.0, 0.125],
+        intercept: 0.25,
+        fit_intercept: true,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let options = SaveOptions {
+        card: card(),
+        compression: Compression::ZstdL3,
+    };
+    let bytes = apr::save_to_bytes(&linear, ModelType::LinearRegression, &options).unwrap();
+    let file = apr::AprFile::parse(&bytes[..]).unwrap();
+    let path = dir.path().join("linear.gguf");
+    apr::fs::export_gguf_from(&path, &file, &gguf::GgufOptions::default()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&run_oracle(&["read-gguf".as_ref(), path.as_os_str()])).unwrap();
+    assert_eq!(json["ggml_violations"], serde_json::json!([]));
+    assert_eq!(json["kv"]["general.architecture"], "linear_regression");
+    let tensors = json["tensors"].as_array().unwrap();
+    let f32_bytes = |values: &[f32]| {
+        values
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<u8>>()
+    };
+    assert_eq!(tensors[0]["name"], "coefficients");
+    assert_eq!(u64s(&tensors[0]["shape"]), vec![3]);
+    assert_eq!(
+        tensors[0]["sha256"],
+        sha256_hex(&f32_bytes(&[1.5, -2.0, 0.125]))
+    );
+    assert_eq!(tensors[1]["name"], "intercept");
+    assert_eq!(tensors[1]["sha256"], sha256_hex(&f32_bytes(&[0.25])));
+
+    let tree = apr::save_to_bytes(&linear, ModelType::DecisionTree, &options).unwrap();
+    let file = apr::AprFile::parse(&tree[..]).unwrap();
+    let refused = dir.path().join("tree.gguf");
+    let error =
+        apr::fs::export_gguf_from(&refused, &file, &gguf::GgufOptions::default()).unwrap_err();
+    assert!(error.to_string().contains("ExportFailed"), "{error}");
+    assert!(!refused.exists());
+}
+
 fn sha256_hex(data: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(data))
