@@ -3,11 +3,13 @@
 //!
 //! The built-in quantizers choose their ranges from the weights (min/max, as ggml does), so
 //! calibration data does not change a byte of the output; it measures what quantization does to
-//! each layer's output on the given samples and records it (over 5% is a warning in the
-//! metadata). Samples come from a numeric CSV ([`Samples::parse_csv`], or [`Samples::read`] with
+//! each layer's output on the given samples and records it (over the tensor's type's
+//! [`QuantType::warning_threshold`](super::QuantType::warning_threshold) is a warning in the
+//! metadata: for a layer fed ordinary inputs the output error tracks the weights' relative error,
+//! so a fixed 5% would warn on every layer of an ordinary 4-bit run, `docs/apr.md` §5.6). Samples come from a numeric CSV ([`Samples::parse_csv`], or [`Samples::read`] with
 //! the `fs` feature).
 
-use super::{ACCURACY_WARNING_THRESHOLD, QuantizationInfo};
+use super::{ACCURACY_WARNING_THRESHOLD, QuantType, QuantizationInfo};
 use crate::error::Result;
 use crate::tensor::Tensor;
 
@@ -165,17 +167,25 @@ pub fn check(original: &Tensor, quantized: &Tensor, samples: &Samples) -> Result
     }))
 }
 
-/// Records the checks in `info` (each tensor's `output_error`, and a warning for each over 5%).
+/// Records the checks in `info`: each tensor's `output_error`, and a warning for each over its
+/// type's threshold (5% for a type the record does not name).
 pub fn record(info: &mut QuantizationInfo, checks: &[Check]) {
     for check in checks {
-        if let Some(record) = info.tensors.iter_mut().find(|t| t.name == check.name) {
+        let record = info.tensors.iter_mut().find(|t| t.name == check.name);
+        let threshold = record
+            .as_ref()
+            .and_then(|r| r.quant_type)
+            .and_then(|id| QuantType::from_id(id).ok())
+            .map_or(ACCURACY_WARNING_THRESHOLD, QuantType::warning_threshold);
+        if let Some(record) = record {
             record.output_error = Some(check.output_error);
         }
-        if check.output_error > ACCURACY_WARNING_THRESHOLD {
+        if check.output_error > threshold {
             info.warnings.push(format!(
-                "tensor {:?}: output error {:.2}% on the calibration data exceeds 5%",
+                "tensor {:?}: output error {:.2}% on the calibration data exceeds {:.1}%",
                 check.name,
-                check.output_error * 100.0
+                check.output_error * 100.0,
+                threshold * 100.0
             ));
         }
     }
@@ -255,6 +265,10 @@ mod tests {
         record(&mut info, &loud);
         assert_eq!(info.tensors[0].output_error, Some(0.25));
         assert_eq!(info.tensors[1].output_error, None);
+        assert_eq!(info.warnings.len(), warnings + 1);
+        // An ordinary 4-bit output error (10%) is under Q4_0's threshold: no warning.
+        loud[0].output_error = 0.10;
+        record(&mut info, &loud);
         assert_eq!(info.warnings.len(), warnings + 1);
         assert!(
             info.warnings

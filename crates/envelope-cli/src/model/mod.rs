@@ -103,7 +103,8 @@ pub struct QuantizeArgs {
     /// A CSV of input samples (one row per sample, one numeric column per input feature, an
     /// optional header row). Every 2-D tensor whose input width equals the column count is
     /// checked on these samples: its output error `||W x - W' x|| / ||W x||` is recorded, and
-    /// over 5% it is a warning in the metadata.
+    /// over its type's threshold (5% for 8-bit types, 17.2% for q4_0, 15.6% for q4_1:
+    /// docs/apr.md §5.6) it is a warning in the metadata.
     #[arg(long, value_name = "CSV")]
     pub calibration: Option<PathBuf>,
     /// Print one line per tensor (its type and error, or why it was kept) and every accuracy
