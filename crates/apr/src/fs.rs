@@ -25,6 +25,9 @@ use crate::quant::QuantizationInfo;
 use crate::tensor::Tensor;
 use crate::{gguf, safetensors};
 
+mod hf;
+pub use hf::{HfImportProgress, HfImportReport, import_hf_dir};
+
 /// Opens a model file: mapped, the envelope's prefix (and, for files that are not STREAMING, the
 /// whole-file CRC32) verified, the metadata decoded. Tensor chunks are verified as they are read.
 ///

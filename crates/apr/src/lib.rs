@@ -52,6 +52,7 @@ mod codec;
 pub mod commercial;
 mod error;
 pub mod gguf;
+pub mod hf;
 mod load;
 mod model;
 mod model_type;
