@@ -20,8 +20,10 @@ fn bytes_of(dtype: Dtype, shape: &[usize], seed: u8) -> Vec<u8> {
         Dtype::I64 => 8,
         _ => 2,
     };
-    (0..elements * width)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+    (0..=u8::MAX)
+        .cycle()
+        .take(elements * width)
+        .map(|i| i.wrapping_mul(31).wrapping_add(seed))
         .collect()
 }
 
