@@ -10,13 +10,12 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use envelope_core::fs::Destination;
 use safetensors::tensor::{Dtype, SafeTensors};
 
-use super::{MappedFile, TensorFileWriter, open_regular};
+use super::{MappedFile, TensorFileWriter, open_regular, read_at_most};
 use crate::card::{ModelCard, SourceFiles};
 use crate::error::{Error, Result};
 use crate::hf::{
@@ -320,25 +319,14 @@ impl ModelDir {
         let Some(file) = self.open(name)? else {
             return Ok(None);
         };
-        let too_large = || HfError::TooLarge {
-            file: name.to_owned(),
-            limit,
-        };
-        let open_error = |source| HfError::Open {
+        let bytes = read_at_most(file, limit).map_err(|source| HfError::Open {
             file: self.dir.join(name),
             source,
-        };
-        if file.metadata().map_err(open_error)?.len() > limit {
-            return Err(too_large().into());
-        }
-        let mut bytes = Vec::new();
-        file.take(limit.saturating_add(1))
-            .read_to_end(&mut bytes)
-            .map_err(open_error)?;
-        if bytes.len() as u64 > limit {
-            return Err(too_large().into());
-        }
-        Ok(Some(bytes))
+        })?;
+        Ok(Some(bytes.ok_or_else(|| HfError::TooLarge {
+            file: name.to_owned(),
+            limit,
+        })?))
     }
 
     /// The files of [`KEPT_FILES`] present, each and together within their bounds.
