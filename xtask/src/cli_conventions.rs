@@ -541,7 +541,10 @@ fn errors_name_the_file_and_the_fix() {
         (
             "apr",
             vec!["import", "dataset", "-o", "x.apr"],
-            vec!["dataset is a directory"],
+            vec![
+                "dataset is not a Hugging Face model directory",
+                "no config.json",
+            ],
         ),
         (
             "alimentar",

@@ -50,7 +50,7 @@ pub struct ModelCard {
     pub updated_at: Option<String>,
     /// The files of the model's source directory kept verbatim by a Hugging Face import
     /// (`config.json`, the tokenizer files): what GGUF and SafeTensors export need to write a
-    /// model llama.cpp runs and transformers loads (`docs/apr.md` §8). Part of the card so that
+    /// model llama.cpp runs and transformers loads (`docs/apr.md` §11). Part of the card so that
     /// every rewrite (quantize, convert, sign, license, watermark) carries it.
     #[serde(skip_serializing_if = "SourceFiles::is_empty")]
     pub source_files: SourceFiles,

@@ -205,6 +205,10 @@ pub enum Error {
          watermark and seller key, which set the flag after embedding"
     )]
     WatermarkClaimWithoutMark,
+    /// A Hugging Face model directory that cannot be imported (`docs/apr.md` §11): its own
+    /// message and signal, naming the file, shard or tensor at fault.
+    #[error(transparent)]
+    HfDirectory(#[from] crate::hf::HfError),
     /// Calibration samples that cannot be used (`crate::quant::calibration`).
     #[error("Usage: {0}")]
     Calibration(#[from] crate::quant::calibration::SamplesError),
@@ -252,6 +256,7 @@ impl Error {
             Self::ModelTypeMismatch { .. } => Signal::ModelTypeMismatch,
             Self::UnsupportedQuantization { .. } => Signal::UnsupportedQuantization,
             Self::QuantizationCorrupt { .. } => Signal::QuantizationCorrupt,
+            Self::HfDirectory(error) => error.signal(),
             #[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
             Self::CalibrationRead { .. } => Signal::Io,
             // Every other variant refuses the request (`ExportFailed`, `DuplicateName`,
@@ -386,6 +391,11 @@ mod tests {
                 reason: "x",
             },
             Error::WatermarkClaimWithoutMark,
+            Error::from(crate::hf::HfError::NoConfig { dir: "m".into() }),
+            Error::from(crate::hf::HfError::TooLarge {
+                file: "tokenizer.json".into(),
+                limit: 1,
+            }),
         ];
         for error in errors {
             let message = error.to_string();

@@ -25,6 +25,9 @@ use crate::quant::QuantizationInfo;
 use crate::tensor::Tensor;
 use crate::{gguf, safetensors};
 
+mod hf;
+pub use hf::{HfImportProgress, HfImportReport, import_hf_dir};
+
 /// Opens a model file: mapped, the envelope's prefix (and, for files that are not STREAMING, the
 /// whole-file CRC32) verified, the metadata decoded. Tensor chunks are verified as they are read.
 ///
@@ -266,21 +269,23 @@ fn read_sidecar(path: &Path, limit: u64) -> Result<Option<Vec<u8>>> {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(error) => return Err(error.into()),
     };
-    let too_large = || {
+    read_at_most(file, limit)?.map(Some).ok_or_else(|| {
         Error::from(std::io::Error::other(format!(
             "{}: larger than the {limit} bytes the weights' quantized tensors can need",
             path.display()
         )))
-    };
+    })
+}
+
+/// The whole of `file` if it holds at most `limit` bytes, `None` (without reading it) if more:
+/// its length is checked first, and the read stops one byte past `limit` in case it grew.
+fn read_at_most(file: File, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
     if file.metadata()?.len() > limit {
-        return Err(too_large());
+        return Ok(None);
     }
     let mut bytes = Vec::new();
     file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(too_large());
-    }
-    Ok(Some(bytes))
+    Ok((bytes.len() as u64 <= limit).then_some(bytes))
 }
 
 /// Writes a tensor model one tensor at a time: memory holds one tensor, not the model.

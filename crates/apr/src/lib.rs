@@ -1,7 +1,8 @@
 //! The `.apr` model format (spec 001 v1.7.0, with 003 §7-§8 for GGUF export and licensing): a
 //! model in the verified envelope of `envelope-core`, as either a serde value of any type or a
 //! list of named tensors; GGUF-compatible quantization; GGUF and SafeTensors export; SafeTensors
-//! import. The byte-level specification is `docs/apr.md`.
+//! import, of one file or of a Hugging Face model directory ([`hf`], `fs::import_hf_dir`). The
+//! byte-level specification is `docs/apr.md`.
 //!
 //! Key decisions:
 //! - **Named tensors are first-class.** A [`TensorModel`] is stored as a STREAMING payload with
@@ -52,6 +53,7 @@ mod codec;
 pub mod commercial;
 mod error;
 pub mod gguf;
+pub mod hf;
 mod load;
 mod model;
 mod model_type;

@@ -5,6 +5,7 @@
 mod complexity;
 mod fuzz_check;
 mod fuzz_check_safetensors;
+mod hf_import;
 mod vectors;
 mod watermark;
 

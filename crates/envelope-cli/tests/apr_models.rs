@@ -661,3 +661,108 @@ fn convert_to_trueno_native_and_inspect_the_tensor_index() {
         "--backend needs --trueno-native"
     );
 }
+
+#[test]
+fn import_a_sharded_hugging_face_directory_keeps_its_tokenizer_and_reports_it() {
+    let ws = Ws::new();
+    let dir = ws.path("tiny-llama");
+    std::fs::create_dir(&dir).unwrap();
+    let write = |name: &str, bytes: &[u8]| std::fs::write(Path::new(&dir).join(name), bytes);
+    let values: Vec<f32> = (0..64).map(|i| i as f32 / 7.0).collect();
+    // F16 bits, kept as stored (any bit pattern is an f16).
+    let half: Vec<u8> = (0..128u8).map(|i| i.wrapping_mul(37)).collect();
+    let shards = [
+        vec![
+            Tensor::from_f32("model.embed_tokens.weight", vec![8, 4], &values[..32]).unwrap(),
+            Tensor::new(
+                "model.layers.0.mlp.up_proj.weight",
+                DType::F16,
+                vec![8, 8],
+                half,
+            )
+            .unwrap(),
+        ],
+        vec![Tensor::from_f32("model.norm.weight", vec![4], &values[..4]).unwrap()],
+    ];
+    let mut weight_map = serde_json::Map::new();
+    for (i, tensors) in shards.iter().enumerate() {
+        let shard = format!("model-{:05}-of-00002.safetensors", i + 1);
+        for tensor in tensors {
+            weight_map.insert(tensor.name.clone(), shard.clone().into());
+        }
+        let exported = apr::safetensors::export(&TensorModel::new(tensors.clone()).unwrap());
+        write(&shard, &exported.unwrap().weights).unwrap();
+    }
+    let index = serde_json::json!({"weight_map": weight_map});
+    write("model.safetensors.index.json", index.to_string().as_bytes()).unwrap();
+    let config = br#"{"architectures": ["LlamaForCausalLM"], "model_type": "llama"}"#;
+    write("config.json", config).unwrap();
+    write("tokenizer.json", br#"{"version": "1.0"}"#).unwrap();
+    write("tokenizer_config.json", br#"{"add_bos_token": true}"#).unwrap();
+
+    let out = ws.path("tiny.apr");
+    let output = run(&["import", &dir, "-o", &out]);
+    assert_ok(&output);
+    assert_eq!(
+        stderr(&output).trim_end(),
+        format!(
+            "{out}: 3 tensors imported from {dir} (LlamaForCausalLM, 2 shards, config.json, \
+             tokenizer.json, tokenizer_config.json kept)"
+        )
+    );
+    let output = run(&["import", &dir, "-o", &out, "--force", "--json"]);
+    assert_ok(&output);
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["ok"], true);
+    assert_eq!(json["output"], out.as_str());
+    assert_eq!(json["tensors"], 3);
+    assert_eq!(json["shards"], 2);
+    assert_eq!(json["architecture"], "LlamaForCausalLM");
+    assert_eq!(json["model_type"], "NEURAL_CUSTOM");
+    assert_eq!(json["config_model_type"], "llama");
+    assert_eq!(
+        json["source_files"],
+        serde_json::json!(["config.json", "tokenizer.json", "tokenizer_config.json"])
+    );
+    assert_eq!(json["bytes"], 32 * 4 + 64 * 2 + 4 * 4);
+
+    let file = apr::fs::open(&out).unwrap();
+    let names: Vec<&str> = file
+        .metadata()
+        .tensors
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "model.embed_tokens.weight",
+            "model.layers.0.mlp.up_proj.weight",
+            "model.norm.weight"
+        ]
+    );
+    assert_eq!(file.tensor_at(1).unwrap().dtype, DType::F16);
+    let kept = &file.metadata().model_card.source_files;
+    assert_eq!(kept.get("config.json"), Some(&config[..]));
+    assert_eq!(
+        kept.get("tokenizer_config.json"),
+        Some(&br#"{"add_bos_token": true}"#[..])
+    );
+
+    // An index that names a tensor no shard holds: refused, naming it, nothing written.
+    weight_map.insert(
+        "lm_head.weight".into(),
+        "model-00002-of-00002.safetensors".into(),
+    );
+    let index = serde_json::json!({"weight_map": weight_map});
+    write("model.safetensors.index.json", index.to_string().as_bytes()).unwrap();
+    let refused = ws.path("refused.apr");
+    let output = run(&["import", &dir, "-o", &refused]);
+    assert_fails_with(&output, "InvalidFormat");
+    assert!(
+        stderr(&output).contains("\"lm_head.weight\""),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!Path::new(&refused).exists());
+}

@@ -47,7 +47,8 @@ enum Command {
         #[command(flatten)]
         keys: KeyOptions,
     },
-    /// Import a .safetensors file as an .apr model, keeping tensor names, shapes and order.
+    /// Import a Hugging Face model directory (config.json, safetensors shards, tokenizer files) or
+    /// a .safetensors file as an .apr model, keeping tensor names, dtypes, shapes and order.
     Import(ImportArgs),
     /// Quantize a model (explicit opt-in, 001 §6.2.5), one tensor at a time: memory is bounded by
     /// the largest tensor. Bit-exact with ggml for q8_0, q4_0 and q4_1; norms, biases and other

@@ -44,8 +44,20 @@ fn quant_type(name: &str) -> anyhow::Result<QuantType> {
 /// `apr import`.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// A .safetensors file (F32, F16, BF16, I8, U8 tensors). `scales.json` / `mins.json` next to
+    /// A Hugging Face model directory, or a .safetensors file.
+    ///
+    /// A directory: `config.json` (a JSON object with `architectures`), `model.safetensors` or
+    /// the shards `model.safetensors.index.json` names, F32/F16/BF16 tensors kept as stored
+    /// under their Hugging Face names (shards in file-name order, then each shard's data order).
+    /// config.json, generation_config.json and the tokenizer files (tokenizer.json,
+    /// tokenizer.model, tokenizer_config.json, special_tokens_map.json, added_tokens.json,
+    /// chat_template.jinja) are kept verbatim in the model card for export. The index must
+    /// match the shards exactly; shard names must be plain file names in the directory; links
+    /// may not lead out of it. One tensor is in memory at a time (docs/apr.md §11).
+    ///
+    /// A .safetensors file: F32, F16, BF16, I8, U8 tensors; `scales.json` / `mins.json` next to
     /// it are used for tensors `apr export` wrote quantized.
+    #[arg(value_name = "DIR|FILE")]
     pub input: PathBuf,
     /// The .apr file to write (atomically; an existing file is refused without --force).
     #[arg(short, long, value_name = "OUT")]
@@ -319,10 +331,7 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
             );
     }
     if args.input.is_dir() {
-        anyhow::bail!(
-            "Usage: {} is a directory: give the .safetensors file to import",
-            args.input.display()
-        );
+        return import_dir(args, destination, model_type, card);
     }
     let model = apr::fs::import_safetensors(&args.input)
         .with_context(|| format!("importing {}", args.input.display()))?;
@@ -343,6 +352,60 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
             "output": shown,
             "tensors": model.tensors.len(),
             "model_type": model_type.to_string(),
+        }),
+    )
+}
+
+/// `apr import DIR`: a Hugging Face model directory, streamed one tensor at a time, with a
+/// progress bar over the shards' bytes on stderr.
+fn import_dir(
+    args: &ImportArgs,
+    destination: Destination,
+    model_type: ModelType,
+    card: ModelCard,
+) -> anyhow::Result<()> {
+    let shown = destination.path().display().to_string();
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let report = apr::fs::import_hf_dir(
+        &args.input,
+        destination,
+        model_type,
+        card,
+        args.compression.into(),
+        &mut |progress| {
+            bar.get_or_insert_with(|| {
+                cli_support::progress::bytes(progress.total_bytes, "importing")
+            })
+            .set_position(progress.bytes);
+        },
+    )
+    .with_context(|| format!("importing {}", args.input.display()))?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let input = args.input.display().to_string();
+    let shards = match report.shards {
+        1 => "1 shard".to_owned(),
+        n => format!("{n} shards"),
+    };
+    crate::security::report_written(
+        &format!(
+            "{shown}: {} tensors imported from {input} ({}, {shards}, {} kept)",
+            report.tensors,
+            report.architecture,
+            report.source_files.join(", ")
+        ),
+        json!({
+            "ok": true,
+            "output": shown,
+            "input": input,
+            "tensors": report.tensors,
+            "shards": report.shards,
+            "architecture": report.architecture,
+            "model_type": model_type.to_string(),
+            "config_model_type": report.config_model_type,
+            "source_files": report.source_files,
+            "bytes": report.bytes,
         }),
     )
 }
