@@ -30,6 +30,8 @@ use crate::quant::q8_tensor::{self, AffineParams};
 use crate::tensor::{DType, Tensor};
 
 pub mod arch;
+#[cfg(test)]
+mod hf_tests;
 mod sentencepiece;
 pub mod vocab;
 
@@ -204,11 +206,6 @@ impl Metadata {
             Some(slot) => slot.1 = value,
             None => self.0.push((key, value)),
         }
-    }
-
-    #[cfg(test)]
-    pub(crate) fn get(&self, key: &str) -> Option<&Value> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 }
 
@@ -741,9 +738,7 @@ mod tests {
             }
         }
         let options = GgufOptions::default();
-        let f32_model =
-            TensorModel::new(model.tensors.iter().map(|t| t.clone()).collect()).unwrap();
-        let bytes = to_bytes(&f32_model, ModelType::NeuralCustom, &card, &options).unwrap();
+        let bytes = to_bytes(&model, ModelType::NeuralCustom, &card, &options).unwrap();
         std::fs::write(format!("{out}.f32.gguf"), bytes).unwrap();
         let q = model.quantize(QuantType::Q8_0).unwrap();
         let bytes = to_bytes(&q, ModelType::NeuralCustom, &card, &options).unwrap();

@@ -505,7 +505,7 @@ impl SpecialVocab {
             n_vocab,
             ..Self::default()
         };
-        sv.from_tokenizer_json(tj, tokenizer_config, files, load_merges)?;
+        sv.read_tokenizer_json(tj, tokenizer_config, files, load_merges)?;
         // `_try_load_from_config_json`: the raw config.json's `<type>_token_id`.
         for typ in sv.types.clone() {
             if let Some(id) = config.get(&format!("{typ}_token_id")) {
@@ -628,7 +628,7 @@ impl SpecialVocab {
         clippy::too_many_lines,
         reason = "one port of gguf-py's function, kept in its order so it can be read against it"
     )]
-    fn from_tokenizer_json(
+    fn read_tokenizer_json(
         &mut self,
         tj: Option<&TokenizerJson>,
         tokenizer_config: Option<&Map>,
@@ -769,10 +769,7 @@ impl SpecialVocab {
                                     } else {
                                         &[]
                                     };
-                                    if a == Json::from("A")
-                                        && b == Json::from("B")
-                                        && !middle.is_empty()
-                                    {
+                                    if a == "A" && b == "B" && !middle.is_empty() {
                                         let mut add_sep = false;
                                         let entry = sp(&middle[0], "SpecialToken");
                                         if truthy(&entry)
