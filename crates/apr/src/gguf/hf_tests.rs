@@ -689,3 +689,82 @@ fn a_model_without_config_json_keeps_the_generic_export() {
     );
     assert!(g.get("apr.model_type").is_some());
 }
+
+/// gguf-py's own reader (`$INTEROP_PYTHON` has the `gguf` package) reads the exported llama and
+/// qwen2 files back: every key with its type, every tensor with its type and shape.
+#[test]
+#[ignore = "interop: needs INTEROP_PYTHON (run by .ci/run)"]
+#[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
+fn gguf_py_reads_the_hugging_face_exports_back() {
+    let python = std::env::var("INTEROP_PYTHON").expect("INTEROP_PYTHON");
+    let dir = tempfile::tempdir().unwrap();
+    let tokenizer = bpe_tokenizer(vocab::QWEN2_SPLIT, r#"{"type": "ByteLevel"}"#);
+    let llama = llama_model(true).quantize(QuantType::Q8_0).unwrap();
+    for (name, model, files) in [
+        ("llama", &llama, llama_files(&llama_config(""))),
+        ("qwen2", &qwen_model(), qwen_files(&tokenizer)),
+    ] {
+        let bytes = to_bytes(
+            model,
+            ModelType::NeuralCustom,
+            &card(files),
+            &GgufOptions::default(),
+        )
+        .unwrap();
+        let path = dir.path().join(format!("{name}.gguf"));
+        std::fs::write(&path, &bytes).unwrap();
+        let script = r#"
+import json, sys
+from gguf import GGUFReader, GGUFValueType
+r = GGUFReader(sys.argv[1])
+out = {"keys": {}, "tensors": {}}
+for f in r.fields.values():
+    if f.name.startswith("GGUF."):
+        continue
+    t = f.types[0]
+    if t == GGUFValueType.ARRAY:
+        out["keys"][f.name] = ["ARRAY", f.types[1].name, len(f.data)]
+    elif t == GGUFValueType.STRING:
+        out["keys"][f.name] = ["STRING", bytes(f.parts[f.data[0]]).decode()]
+    else:
+        out["keys"][f.name] = [t.name, f.parts[f.data[0]].tolist()[0]]
+for t in r.tensors:
+    out["tensors"][t.name] = [t.tensor_type.name, [int(d) for d in t.shape]]
+print(json.dumps(out))
+"#;
+        let output = std::process::Command::new(&python)
+            .args(["-c", script])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let read: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let ours = read_gguf(&bytes);
+        assert_eq!(read["keys"].as_object().unwrap().len(), ours.kv.len());
+        assert_eq!(read["tensors"].as_object().unwrap().len(), ours.tensors.len());
+        assert_eq!(
+            read["keys"]["general.architecture"][1],
+            serde_json::json!(name)
+        );
+        assert_eq!(read["keys"]["tokenizer.ggml.tokens"][1], "STRING");
+        assert_eq!(read["keys"]["tokenizer.ggml.token_type"][1], "INT32");
+        if name == "llama" {
+            assert_eq!(read["keys"]["tokenizer.ggml.scores"][1], "FLOAT32");
+            assert_eq!(read["keys"]["tokenizer.ggml.add_bos_token"][0], "BOOL");
+            assert_eq!(
+                read["tensors"]["blk.0.attn_q.weight"],
+                serde_json::json!(["Q8_0", [64, 64]])
+            );
+            assert_eq!(
+                read["tensors"]["blk.0.ffn_norm.weight"],
+                serde_json::json!(["F32", [64]])
+            );
+        } else {
+            assert_eq!(read["keys"]["tokenizer.ggml.merges"][2], 3);
+        }
+    }
+}
