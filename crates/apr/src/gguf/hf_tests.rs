@@ -745,7 +745,10 @@ print(json.dumps(out))
         let read: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
         let ours = read_gguf(&bytes);
         assert_eq!(read["keys"].as_object().unwrap().len(), ours.kv.len());
-        assert_eq!(read["tensors"].as_object().unwrap().len(), ours.tensors.len());
+        assert_eq!(
+            read["tensors"].as_object().unwrap().len(),
+            ours.tensors.len()
+        );
         assert_eq!(
             read["keys"]["general.architecture"][1],
             serde_json::json!(name)
