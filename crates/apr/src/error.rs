@@ -53,6 +53,30 @@ pub enum Error {
         /// Which rule of the target it breaks.
         reason: &'static str,
     },
+    /// A Hugging Face model's source files (`config.json`, the tokenizer files kept by the import)
+    /// ask for something GGUF export cannot write as llama.cpp's converter would (an architecture
+    /// it does not map, a RoPE scaling, a tokenizer kind), or lack what it needs: refused rather
+    /// than written half-right (`docs/apr.md` §6.1).
+    #[error("Usage: ExportFailed: {file}: {item}: {reason}")]
+    ExportSource {
+        /// The source file (`"config.json"`, `"tokenizer.json"`, ...; a tensor's name for tensors).
+        file: &'static str,
+        /// What in it (a key and its value, a token).
+        item: String,
+        /// Why it cannot be exported.
+        reason: &'static str,
+    },
+    /// A kept source file is not what its name says (not JSON, not a SentencePiece model).
+    #[error("Usage: ExportFailed: {file} cannot be read: {reason}")]
+    ExportSourceMalformed {
+        /// The source file.
+        file: &'static str,
+        /// Which rule it breaks.
+        reason: &'static str,
+        /// The decoder's error.
+        #[source]
+        source: DecodeError,
+    },
     /// The file breaks a rule of the format that a decoder found (the metadata or payload is not
     /// the MessagePack it must be, a SafeTensors file or sidecar is malformed); the decoder's error
     /// is kept. The same message as the envelope's `FormatError::Inconsistent`.
@@ -237,6 +261,9 @@ pub enum DecodeError {
     /// The `safetensors` crate.
     #[error(transparent)]
     SafeTensors(#[from] safetensors::SafeTensorError),
+    /// Protocol Buffers (a SentencePiece `tokenizer.model`).
+    #[error(transparent)]
+    Protobuf(#[from] prost::DecodeError),
 }
 
 const fn payload_mismatch(found: PayloadKind) -> &'static str {
@@ -275,6 +302,8 @@ impl Error {
         matches!(
             self,
             Self::ExportFailed { .. }
+                | Self::ExportSource { .. }
+                | Self::ExportSourceMalformed { .. }
                 | Self::Envelope(envelope_core::Error::LimitExceeded(_))
                 | Self::Watermark(watermark::Error::NotTraceable { .. })
         )
@@ -345,6 +374,18 @@ mod tests {
                 "x",
                 serde_json::from_str::<u8>("[").expect_err("not a number"),
             ),
+            Error::ExportSource {
+                file: "config.json",
+                item: "architectures".into(),
+                reason: "x",
+            },
+            Error::ExportSourceMalformed {
+                file: "config.json",
+                reason: "x",
+                source: serde_json::from_str::<u8>("[")
+                    .expect_err("not a number")
+                    .into(),
+            },
             Error::CardJson(serde_json::from_str::<u8>("[").expect_err("not a number")),
             Error::DuplicateName { name: "w".into() },
             Error::NameLength { bytes: 0 },

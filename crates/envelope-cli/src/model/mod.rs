@@ -161,7 +161,9 @@ pub struct ExportArgs {
     /// Replace an existing output (`--force`).
     #[command(flatten)]
     pub force: Force,
-    /// GGUF `general.architecture` (default: the model type's name in lower case).
+    /// GGUF `general.architecture` (default: the model type's name in lower case). A model
+    /// imported from a Hugging Face directory takes it from its config.json (`llama`, `qwen2`),
+    /// and a different value is refused.
     #[arg(long, value_name = "NAME")]
     pub architecture: Option<String>,
     /// What the input must be (signed by a trusted key, of a model type).
@@ -607,12 +609,18 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
     let input = args.checks.open(&args.input)?;
     let count = input.metadata().tensors.len();
     let shown = args.output.display().to_string();
+    // A Hugging Face model (config.json kept by `apr import DIR`) is written as llama.cpp's
+    // converter writes it; its architecture comes from config.json.
+    let mut hf_architecture = None;
     match args.format {
         ExportFormat::Gguf => {
             let options = apr::gguf::GgufOptions {
                 architecture: args.architecture.clone(),
                 ..apr::gguf::GgufOptions::default()
             };
+            hf_architecture =
+                apr::gguf::arch::architecture_of(&input.metadata().model_card.source_files)?
+                    .map(apr::gguf::arch::Arch::name);
             apr::fs::export_gguf_from(destination, &input, &options)
                 .with_context(|| format!("writing {shown}"))?;
         }
@@ -621,10 +629,13 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("writing {shown}"))?;
         }
     }
-    crate::security::report_written(
-        &format!("{shown}: {count} tensors exported"),
-        json!({ "ok": true, "output": shown, "tensors": count }),
-    )
+    let mut report = json!({ "ok": true, "output": shown, "tensors": count });
+    let mut line = format!("{shown}: {count} tensors exported");
+    if let Some(architecture) = hf_architecture {
+        report["architecture"] = json!(architecture);
+        line.push_str(&format!(" (llama.cpp architecture {architecture})"));
+    }
+    crate::security::report_written(&line, report)
 }
 
 /// `apr inspect`: the shared envelope report, then the model's card, tensors and (with
