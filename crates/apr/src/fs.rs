@@ -157,36 +157,86 @@ pub fn export_gguf_from<B: AsRef<[u8]>>(
     })
 }
 
-/// The files a SafeTensors export directory holds: an earlier export made of these alone may be
-/// replaced (with `Existing::Replace`); a directory holding anything else never is.
-pub const SAFETENSORS_EXPORT_FILES: &[&str] = &["weights.safetensors", "scales.json", "mins.json"];
-
-/// Writes a SafeTensors export as the directory `destination`: `weights.safetensors` and, when
-/// quantized tensors need them, `scales.json` and `mins.json` (001 §6.2.6). The directory is
-/// built beside the destination and moved into place whole ([`output_file::write_dir`]), so an
-/// export never mixes new files with an earlier export's (a stale `scales.json` would be read
-/// with new weights).
+/// Writes a model's SafeTensors export as the directory `destination` ([`safetensors::Plan`]: the
+/// layout transformers loads for a model with `config.json`, 001 §6.2.6's otherwise), one tensor
+/// in memory at a time. The directory is built beside the destination and moved into place whole
+/// ([`output_file::write_dir`]), so an export never mixes new files with an earlier export's (a
+/// stale `scales.json` or shard would be read with new weights). An existing directory is
+/// replaced (with `Existing::Replace`) only if it holds nothing but files an export writes
+/// ([`safetensors::is_export_file`]).
 ///
 /// # Errors
-/// As [`safetensors::export`], plus `Io` (`AlreadyExists` for a non-empty directory under
-/// `Existing::Keep`; `InvalidInput` for a directory holding files an export does not write).
-pub fn export_safetensors(destination: impl Into<Destination>, model: &TensorModel) -> Result<()> {
-    let exported = safetensors::export(model)?;
-    output_file::write_dir(destination, SAFETENSORS_EXPORT_FILES, |dir| {
-        let write = |name: &str, bytes: &[u8]| {
-            output_file::write(dir.join(name), |out| out.write_all(bytes))
-        };
-        write("weights.safetensors", &exported.weights)?;
-        for (name, text) in [
-            ("scales.json", &exported.scales),
-            ("mins.json", &exported.mins),
-        ] {
-            if let Some(text) = text {
-                write(name, text.as_bytes())?;
-            }
+/// As [`safetensors::Plan::new`] and [`safetensors::Plan::write_file`] (with `tensor` as the
+/// source), plus `Io` (`AlreadyExists` for a non-empty directory under `Existing::Keep`;
+/// `InvalidInput` for a directory holding files an export does not write).
+pub fn export_safetensors_with(
+    destination: impl Into<Destination>,
+    entries: &[TensorEntry],
+    card: &ModelCard,
+    options: &safetensors::SafeTensorsOptions,
+    mut tensor: impl FnMut(usize) -> Result<Tensor>,
+) -> Result<safetensors::Layout> {
+    let destination = destination.into();
+    let plan = safetensors::Plan::new(entries, card, options)?;
+    // Names an earlier export may have left (shards are numbered, so they are listed here).
+    let mut replaceable: Vec<String> = std::fs::read_dir(destination.path())
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| safetensors::is_export_file(name))
+        .collect();
+    replaceable.extend(plan.file_names().map(str::to_owned));
+    let replaceable: Vec<&str> = replaceable.iter().map(String::as_str).collect();
+    output_file::write_dir(destination, &replaceable, |dir| {
+        for (i, name) in plan.file_names().enumerate() {
+            output_file::write(dir.join(name), |out| plan.write_file(i, out, &mut tensor))?;
         }
-        Ok(())
+        Ok(plan.layout())
     })
+}
+
+/// [`export_safetensors_with`] of an unencrypted model file, each tensor read from it when
+/// written: memory holds one tensor, whatever the model's size.
+///
+/// # Errors
+/// As [`export_safetensors_with`] and [`AprFile::tensor_at`].
+pub fn export_safetensors_from<B: AsRef<[u8]>>(
+    destination: impl Into<Destination>,
+    file: &AprFile<B>,
+    options: &safetensors::SafeTensorsOptions,
+) -> Result<safetensors::Layout> {
+    let metadata = file.metadata();
+    export_safetensors_with(
+        destination,
+        &metadata.tensors,
+        &metadata.model_card,
+        options,
+        |i| file.tensor_at(i),
+    )
+}
+
+/// [`export_safetensors_with`] of a model in memory.
+///
+/// # Errors
+/// As [`export_safetensors_with`].
+pub fn export_safetensors(
+    destination: impl Into<Destination>,
+    model: &TensorModel,
+    card: &ModelCard,
+    options: &safetensors::SafeTensorsOptions,
+) -> Result<safetensors::Layout> {
+    export_safetensors_with(
+        destination,
+        &safetensors::entries(model),
+        card,
+        options,
+        |i| {
+            model.tensors.get(i).cloned().ok_or(Error::NoTensorAt {
+                position: i,
+                count: model.tensors.len(),
+            })
+        },
+    )
 }
 
 /// Imports a SafeTensors file; `scales.json` / `mins.json` next to it are used when present.

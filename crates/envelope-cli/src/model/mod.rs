@@ -121,15 +121,65 @@ pub struct QuantizeArgs {
     pub checks: InputChecks,
 }
 
-/// Export target. GGUF is written one tensor at a time (memory bounded by the largest tensor);
-/// SafeTensors export holds the model in memory (the `safetensors` writer takes every tensor at
-/// once).
+/// Export target. Both are written one tensor at a time (memory bounded by the largest tensor).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {
     /// GGUF v3 (llama.cpp, Ollama).
     Gguf,
-    /// A directory with weights.safetensors (+ scales.json, mins.json for quantized tensors).
+    /// A directory: for a model imported from a Hugging Face directory, one transformers loads
+    /// (model.safetensors or shards, config.json, tokenizer files); otherwise weights.safetensors
+    /// (+ scales.json, mins.json for quantized tensors).
     Safetensors,
+}
+
+/// `apr export --dtype`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FloatTypeArg {
+    /// IEEE binary32.
+    F32,
+    /// IEEE binary16.
+    F16,
+    /// bfloat16.
+    Bf16,
+}
+
+impl From<FloatTypeArg> for apr::safetensors::FloatType {
+    fn from(arg: FloatTypeArg) -> Self {
+        match arg {
+            FloatTypeArg::F32 => Self::F32,
+            FloatTypeArg::F16 => Self::F16,
+            FloatTypeArg::Bf16 => Self::BF16,
+        }
+    }
+}
+
+/// A size as transformers' `max_shard_size` reads it: bytes, or a number with `KB`/`MB`/`GB`
+/// (powers of 1000) or `KiB`/`MiB`/`GiB` (powers of 1024).
+fn byte_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let unit_bytes: u64 = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 1,
+        "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        "KIB" => 1 << 10,
+        "MIB" => 1 << 20,
+        "GIB" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "unknown unit {unit:?} (use B, KB, MB, GB, KiB, MiB or GiB)"
+            ));
+        }
+    };
+    number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit_bytes))
+        .ok_or_else(|| format!("{text:?} is not a size such as 5GB or 500MiB"))
 }
 
 /// `apr export`.
@@ -151,6 +201,18 @@ pub struct ExportArgs {
     /// GGUF `general.architecture` (default: the model type's name in lower case).
     #[arg(long, value_name = "NAME")]
     pub architecture: Option<String>,
+    /// SafeTensors: convert every float tensor to this type, dequantizing quantized ones
+    /// (transformers cannot run Q8_0/Q4_x blocks, so a quantized Hugging Face model needs it).
+    #[arg(long, value_enum, value_name = "TYPE")]
+    pub dtype: Option<FloatTypeArg>,
+    /// SafeTensors, for transformers: the most tensor bytes per file; past it the weights are
+    /// split into model-0000N-of-0000M.safetensors shards with model.safetensors.index.json.
+    #[arg(long, value_name = "SIZE", default_value = "5GB", value_parser = byte_size)]
+    pub max_shard_size: u64,
+    /// SafeTensors: write a quantized Hugging Face model as int8 + scales.json (001 §6.2.6,
+    /// which transformers refuses to load and `apr import` reads back) instead of refusing it.
+    #[arg(long, conflicts_with = "dtype")]
+    pub raw_quantized: bool,
     /// What the input must be (signed by a trusted key, of a model type).
     #[command(flatten)]
     pub checks: InputChecks,
@@ -540,6 +602,9 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
             Destination::new(&args.output).existing(output::Existing::replace_if(args.force.force))
         }
     };
+    if args.format == ExportFormat::Gguf && (args.dtype.is_some() || args.raw_quantized) {
+        anyhow::bail!("Usage: --dtype and --raw-quantized apply to --format safetensors");
+    }
     let input = args.checks.open(&args.input)?;
     let count = input.metadata().tensors.len();
     let shown = args.output.display().to_string();
@@ -553,8 +618,18 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("writing {shown}"))?;
         }
         ExportFormat::Safetensors => {
-            apr::fs::export_safetensors(destination, &input.tensors()?)
+            let options = apr::safetensors::SafeTensorsOptions {
+                dtype: args.dtype.map(Into::into),
+                max_shard_size: args.max_shard_size,
+                raw_quantized: args.raw_quantized,
+            };
+            let layout = apr::fs::export_safetensors_from(destination, &input, &options)
                 .with_context(|| format!("writing {shown}"))?;
+            let layout = layout.name();
+            return crate::security::report_written(
+                &format!("{shown}: {count} tensors exported ({layout} layout)"),
+                json!({ "ok": true, "output": shown, "tensors": count, "layout": layout }),
+            );
         }
     }
     crate::security::report_written(
