@@ -480,4 +480,65 @@ mod tests {
             assert_eq!(&file.tensor("b").unwrap(), model.tensor("b").unwrap());
         }
     }
+
+    /// The export of a saved file streams from it, and replaces an earlier export (shards
+    /// included) but never a directory holding anything else.
+    #[test]
+    fn safetensors_export_from_a_file_replaces_only_an_earlier_export() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.apr");
+        let values: Vec<f32> = (0..512).map(|i| i as f32 / 3.0).collect();
+        let model = TensorModel::new(vec![
+            Tensor::from_f32("model.embed_tokens.weight", vec![8, 32], &values[..256]).unwrap(),
+            Tensor::from_f32("lm_head.weight", vec![8, 32], &values[256..]).unwrap(),
+        ])
+        .unwrap();
+        let mut card = ModelCard::default();
+        card.source_files
+            .0
+            .insert("config.json".into(), br#"{"dtype": "float32"}"#.to_vec());
+        let options = SaveOptions {
+            card,
+            compression: envelope_core::Compression::ZstdL3,
+        };
+        save_tensors(&path, &model, ModelType::NeuralCustom, &options).unwrap();
+        let file = open(&path).unwrap();
+        let out = dir.path().join("export");
+        let sharded = safetensors::SafeTensorsOptions {
+            max_shard_size: 1024,
+            ..safetensors::SafeTensorsOptions::default()
+        };
+        let layout = export_safetensors_from(&out, &file, &sharded).unwrap();
+        assert_eq!(layout, safetensors::Layout::Transformers);
+        let names = |dir: &Path| {
+            let mut names: Vec<String> = std::fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(
+            names(&out),
+            [
+                "config.json",
+                "model-00001-of-00002.safetensors",
+                "model-00002-of-00002.safetensors",
+                "model.safetensors.index.json"
+            ]
+        );
+        // Replaced whole: no shard of the earlier export is left beside the single file.
+        export_safetensors_from(&out, &file, &safetensors::SafeTensorsOptions::default()).unwrap();
+        assert_eq!(names(&out), ["config.json", "model.safetensors"]);
+        let back = import_safetensors(out.join("model.safetensors")).unwrap();
+        for t in &model.tensors {
+            assert_eq!(back.tensor(&t.name), Some(t));
+        }
+        std::fs::write(out.join("notes.txt"), b"mine").unwrap();
+        let error =
+            export_safetensors_from(&out, &file, &safetensors::SafeTensorsOptions::default())
+                .unwrap_err();
+        assert_eq!(error.signal(), envelope_core::Signal::Io, "{error}");
+        assert_eq!(std::fs::read(out.join("notes.txt")).unwrap(), b"mine");
+    }
 }

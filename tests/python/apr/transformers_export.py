@@ -7,7 +7,10 @@
                              config.json's dtype is what it loads in; the original cast by
                              transformers to that dtype) and compare their state dicts and logits
     refused EXPORT ORIGINAL  the int8 + scales form, even given the original config.json and
-                             renamed model.safetensors, must be refused by from_pretrained
+                             renamed model.safetensors, must be refused by from_pretrained (its
+                             __metadata__.format is not pt/tf/flax/mlx: transformers 4.57 raises
+                             ValueError "Incompatible safetensors file" for a single file,
+                             OSError "does not contain the valid metadata" in load_state_dict)
 
 Each command prints one JSON object on stdout; the Rust test asserts on it.
 """
@@ -18,6 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import safetensors
 import torch
 import transformers
 
@@ -104,9 +108,23 @@ def refused(export, original):
         try:
             transformers.AutoModelForCausalLM.from_pretrained(mistaken)
             outcomes["with_config"] = None
-        except OSError as error:
+        except (OSError, ValueError) as error:
             outcomes["with_config"] = f"{type(error).__name__}: {error}"
-    print(json.dumps(outcomes))
+        # The same as a one-shard checkpoint: the check in load_state_dict.
+        shard = "model-00001-of-00001.safetensors"
+        (mistaken / "model.safetensors").rename(mistaken / shard)
+        with safetensors.safe_open(mistaken / shard, framework="pt") as f:
+            weight_map = {name: shard for name in f.keys()}
+        (mistaken / "model.safetensors.index.json").write_text(
+            json.dumps({"metadata": {}, "weight_map": weight_map})
+        )
+        try:
+            transformers.AutoModelForCausalLM.from_pretrained(mistaken)
+            outcomes["as_shard"] = None
+        except (OSError, ValueError) as error:
+            outcomes["as_shard"] = f"{type(error).__name__}: {error}"
+    # The first line is enough (transformers lists every model type it knows).
+    print(json.dumps({k: v and v.splitlines()[0][:300] for k, v in outcomes.items()}))
 
 
 if __name__ == "__main__":

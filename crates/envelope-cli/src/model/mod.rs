@@ -161,7 +161,8 @@ fn byte_size(text: &str) -> Result<u64, String> {
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let unit_bytes: u64 = match unit.trim().to_ascii_uppercase().as_str() {
+    let unit = unit.trim();
+    let unit_bytes: u64 = match unit.to_ascii_uppercase().as_str() {
         "" | "B" => 1,
         "KB" => 1_000,
         "MB" => 1_000_000,
