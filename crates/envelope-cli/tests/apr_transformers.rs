@@ -264,7 +264,6 @@ fn transformers_loads_every_export_with_the_original_logits() {
     };
     let check = |dir: &str, dtype: &str| {
         let result = transformers(&["logits".as_ref(), original.as_ref(), dir.as_ref()]);
-        println!("{dir}: {result}");
         assert_eq!(result["dtype"], dtype, "{dir}: {result}");
         assert_eq!(result["same_weights"], true, "{dir}: {result}");
         assert_eq!(result["equal_logits"], true, "{dir}: {result}");
@@ -311,14 +310,13 @@ fn transformers_loads_every_export_with_the_original_logits() {
         ],
     );
     let result = transformers(&["logits".as_ref(), original.as_ref(), dequantized.as_ref()]);
-    println!("{dequantized}: {result}");
     assert_eq!(result["dtype"], "float32", "{result}");
     assert_eq!(result["same_weights"], false, "{result}");
+    // Q8_0's error (about 0.4% of a weight, docs/apr.md §5.6) moves the logits, but by far
+    // less than their scale (0.39 of 11.1 with torch 2.11).
     let moved = result["diff_from_f32"].as_f64().unwrap();
-    assert!(
-        moved > 0.0 && moved < 0.5,
-        "Q8_0 moved the logits by {moved}"
-    );
+    let scale = result["f32_logit_scale"].as_f64().unwrap();
+    assert!(moved > 0.0 && moved < 0.1 * scale, "{result}");
 
     let raw = ws.path("raw");
     ws.wrote(

@@ -86,6 +86,7 @@ def logits(original, export):
                 # How far the cast moved the logits from the f32 model's (must be > 0 for f16
                 # and bf16, or the test would not tell a cast from none).
                 "diff_from_f32": (a.float() - f32).abs().max().item(),
+                "f32_logit_scale": f32.abs().max().item(),
             }
         )
     )

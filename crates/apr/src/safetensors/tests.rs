@@ -226,7 +226,7 @@ fn config_dtype_keys_are_set_or_added() {
 /// One Q8_0 block whose values are known: `d` = 0.5, `q[i]` = i - 16.
 fn q8_0_block() -> Tensor {
     let mut data = f16::from_f32(0.5).to_le_bytes().to_vec();
-    data.extend((0..32).map(|i: i32| (i - 16) as i8 as u8));
+    data.extend((-16i8..16).map(i8::cast_unsigned));
     Tensor::new("q", DType::Quantized(QuantType::Q8_0), vec![32], data).unwrap()
 }
 

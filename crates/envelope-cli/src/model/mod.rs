@@ -624,9 +624,24 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
                 max_shard_size: args.max_shard_size,
                 raw_quantized: args.raw_quantized,
             };
-            let layout = apr::fs::export_safetensors_from(destination, &input, &options)
-                .with_context(|| format!("writing {shown}"))?;
-            let layout = layout.name();
+            let metadata = input.metadata();
+            let bar = cli_support::progress::items(count as u64, "tensors", "exporting");
+            let layout = apr::fs::export_safetensors_with(
+                destination,
+                &metadata.tensors,
+                &metadata.model_card,
+                &options,
+                |i| {
+                    // The spec layout reads block tensors again for the sidecars: the bar
+                    // stops at the tensor count.
+                    if bar.position() < count as u64 {
+                        bar.inc(1);
+                    }
+                    input.tensor_at(i)
+                },
+            );
+            bar.finish_and_clear();
+            let layout = layout.with_context(|| format!("writing {shown}"))?.name();
             return crate::security::report_written(
                 &format!("{shown}: {count} tensors exported ({layout} layout)"),
                 json!({ "ok": true, "output": shown, "tensors": count, "layout": layout }),
