@@ -166,7 +166,7 @@ pub fn export_gguf_from<B: AsRef<[u8]>>(
 /// ([`safetensors::is_export_file`]).
 ///
 /// # Errors
-/// As [`safetensors::Plan::new`] and [`safetensors::Plan::write_file`] (with `tensor` as the
+/// As [`safetensors::Plan::new`] and [`safetensors::PlannedFile::write`] (with `tensor` as the
 /// source), plus `Io` (`AlreadyExists` for a non-empty directory under `Existing::Keep`;
 /// `InvalidInput` for a directory holding files an export does not write).
 pub fn export_safetensors_with(
@@ -188,8 +188,8 @@ pub fn export_safetensors_with(
     replaceable.extend(plan.file_names().map(str::to_owned));
     let replaceable: Vec<&str> = replaceable.iter().map(String::as_str).collect();
     output_file::write_dir(destination, &replaceable, |dir| {
-        for (i, name) in plan.file_names().enumerate() {
-            output_file::write(dir.join(name), |out| plan.write_file(i, out, &mut tensor))?;
+        for file in plan.files() {
+            output_file::write(dir.join(file.name()), |out| file.write(out, &mut tensor))?;
         }
         Ok(plan.layout())
     })

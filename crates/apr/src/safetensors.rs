@@ -25,7 +25,7 @@
 //!   weights by mistake.
 //!
 //! Memory holds one tensor: a [`Plan`] is made from the tensor directory alone (sizes and offsets
-//! follow from dtype and shape), and [`Plan::write_file`] fetches each tensor as it writes it.
+//! follow from dtype and shape), and [`PlannedFile::write`] fetches each tensor as it writes it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -272,7 +272,7 @@ enum Content {
 }
 
 /// What an export writes: the files, each planned from the tensor directory alone. Write each
-/// with [`Plan::write_file`].
+/// with [`PlannedFile::write`].
 #[derive(Debug, Clone)]
 pub struct Plan {
     layout: Layout,
@@ -339,11 +339,9 @@ fn slot(position: usize, entry: &TensorEntry, target: Option<FloatType>) -> Resu
             };
             (Form::Blocks(quant), written)
         }
-        (plain, None) => {
-            let float = FloatType::of(plain)
-                .ok_or_else(|| failed(&entry.name, "this dtype has no SafeTensors counterpart"))?;
-            (Form::Stored, float.safetensors())
-        }
+        (DType::F32, None) => (Form::Stored, Dtype::F32),
+        (DType::F16, None) => (Form::Stored, Dtype::F16),
+        (DType::BF16, None) => (Form::Stored, Dtype::BF16),
     };
     let len = match form {
         Form::Convert(target) => elements.checked_mul(target.bytes()),
@@ -544,57 +542,22 @@ impl Plan {
         self.layout
     }
 
-    /// The names of the files, in the order [`Plan::write_file`] numbers them.
+    /// The files to write, in order.
+    pub fn files(&self) -> impl Iterator<Item = PlannedFile<'_>> {
+        self.files.iter().map(|(name, content)| PlannedFile {
+            plan: self,
+            name,
+            content,
+        })
+    }
+
+    /// The names of the files, in order.
     pub fn file_names(&self) -> impl Iterator<Item = &str> {
         self.files.iter().map(|(name, _)| name.as_str())
     }
 
-    /// Writes file `index` of [`Plan::file_names`] to `out`, fetching each tensor it needs with
-    /// `tensor(position)` (payload order) and dropping it once written: memory holds one tensor
-    /// (twice over while it is converted). Q8_TENSOR tensors of [`Layout::Spec`] are fetched twice,
-    /// first for their scale and zero point, which the header holds.
-    ///
-    /// # Errors
-    /// `Io` from `out`; `FetchedTensorDiffers` if a fetched tensor is not the one planned;
-    /// `QuantizationCorrupt` for block data that does not dequantize; `SafeTensorsRefused` if the
-    /// header is over [`MAX_HEADER_BYTES`]; whatever `tensor` returns. Index out of range is
-    /// `NoTensorAt`.
-    pub fn write_file(
-        &self,
-        index: usize,
-        out: &mut dyn Write,
-        tensor: &mut dyn FnMut(usize) -> Result<Tensor>,
-    ) -> Result<()> {
-        let (_, content) = self.files.get(index).ok_or(Error::NoTensorAt {
-            position: index,
-            count: self.files.len(),
-        })?;
-        match content {
-            Content::Bytes(bytes) => Ok(out.write_all(bytes)?),
-            Content::Sidecar { slots, mins } => write_sidecar(slots, *mins, out, tensor),
-            Content::Weights(slots) => {
-                let info = match self.layout {
-                    Layout::Transformers => {
-                        HashMap::from([(FORMAT_KEY.to_owned(), TORCH_FORMAT.to_owned())])
-                    }
-                    Layout::Spec => self.spec_info(slots, tensor)?,
-                };
-                out.write_all(&header(&info, slots)?)?;
-                for slot in slots {
-                    let bytes = written_bytes(slot, fetch(slot, tensor)?)?;
-                    if bytes.len() as u64 != slot.len {
-                        return Err(Error::FetchedTensorDiffers {
-                            tensor: slot.entry.name.clone(),
-                        });
-                    }
-                    out.write_all(&bytes)?;
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// `__metadata__` of [`Layout::Spec`]'s weights.
+    /// `__metadata__` of [`Layout::Spec`]'s weights: `format`, the order, and each quantized
+    /// tensor's type (and Q8_TENSOR's parameters, for which those tensors are fetched).
     fn spec_info(
         &self,
         slots: &[Slot],
@@ -634,6 +597,61 @@ impl Plan {
         info.insert(FORMAT_KEY.to_owned(), format.to_owned());
         info.insert(ORDER_KEY.to_owned(), to_json(&self.order)?);
         Ok(info)
+    }
+}
+
+/// One file of a [`Plan`].
+#[derive(Debug, Clone, Copy)]
+pub struct PlannedFile<'a> {
+    plan: &'a Plan,
+    name: &'a str,
+    content: &'a Content,
+}
+
+impl PlannedFile<'_> {
+    /// The file's name in the export directory.
+    #[must_use]
+    pub const fn name(&self) -> &str {
+        self.name
+    }
+
+    /// Writes the file to `out`, fetching each tensor it needs with `tensor(position)` (payload
+    /// order) and dropping it once written: memory holds one tensor and its converted copy.
+    /// Q8_TENSOR tensors of [`Layout::Spec`] are fetched twice, first for their scale and zero
+    /// point, which the header holds; block tensors once more for each sidecar.
+    ///
+    /// # Errors
+    /// `Io` from `out`; `FetchedTensorDiffers` if a fetched tensor is not the one planned;
+    /// `QuantizationCorrupt` for block data that does not dequantize; `SafeTensorsRefused` if the
+    /// header is over [`MAX_HEADER_BYTES`]; whatever `tensor` returns.
+    pub fn write(
+        &self,
+        out: &mut dyn Write,
+        tensor: &mut dyn FnMut(usize) -> Result<Tensor>,
+    ) -> Result<()> {
+        match self.content {
+            Content::Bytes(bytes) => Ok(out.write_all(bytes)?),
+            Content::Sidecar { slots, mins } => write_sidecar(slots, *mins, out, tensor),
+            Content::Weights(slots) => {
+                let info = match self.plan.layout {
+                    Layout::Transformers => {
+                        HashMap::from([(FORMAT_KEY.to_owned(), TORCH_FORMAT.to_owned())])
+                    }
+                    Layout::Spec => self.plan.spec_info(slots, tensor)?,
+                };
+                out.write_all(&header(&info, slots)?)?;
+                for slot in slots {
+                    let bytes = written_bytes(slot, fetch(slot, tensor)?)?;
+                    if bytes.len() as u64 != slot.len {
+                        return Err(Error::FetchedTensorDiffers {
+                            tensor: slot.entry.name.clone(),
+                        });
+                    }
+                    out.write_all(&bytes)?;
+                }
+                Ok(())
+            }
+        }
     }
 }
 
@@ -819,7 +837,7 @@ pub(crate) fn entries(model: &TensorModel) -> Vec<TensorEntry> {
 /// Exports `model` in memory in [`Layout::Spec`] (the model has no card).
 ///
 /// # Errors
-/// As [`Plan::new`] and [`Plan::write_file`].
+/// As [`Plan::new`] and [`PlannedFile::write`].
 pub fn export(model: &TensorModel) -> Result<Exported> {
     let plan = Plan::new(
         &entries(model),
@@ -841,12 +859,12 @@ pub fn export(model: &TensorModel) -> Result<Exported> {
                 count: model.tensors.len(),
             })
     };
-    for (i, name) in plan.file_names().enumerate() {
+    for file in plan.files() {
         let mut bytes = Vec::new();
-        plan.write_file(i, &mut bytes, &mut tensor)?;
+        file.write(&mut bytes, &mut tensor)?;
         // The sidecars are serde_json's output, hence UTF-8.
         let text = || String::from_utf8_lossy(&bytes).into_owned();
-        match name {
+        match file.name() {
             SCALES => exported.scales = Some(text()),
             MINS => exported.mins = Some(text()),
             _ => exported.weights = bytes,

@@ -64,11 +64,11 @@ fn hostile_header_length_is_refused() {
 /// Every file of `plan`, written with tensors fetched from `model`, by name.
 fn write_all(plan: &Plan, model: &TensorModel) -> BTreeMap<String, Vec<u8>> {
     let mut files = BTreeMap::new();
-    for (i, name) in plan.file_names().enumerate() {
+    for file in plan.files() {
         let mut bytes = Vec::new();
-        plan.write_file(i, &mut bytes, &mut |p| Ok(model.tensors[p].clone()))
+        file.write(&mut bytes, &mut |p| Ok(model.tensors[p].clone()))
             .unwrap();
-        files.insert(name.to_owned(), bytes);
+        files.insert(file.name().to_owned(), bytes);
     }
     files
 }
@@ -433,14 +433,16 @@ fn each_tensor_is_fetched_once_and_checked() {
     let plan = plan(&model, &hf_card(F32_CONFIG), &options).unwrap();
     let mut fetched = vec![0; model.tensors.len()];
     let mut sink = Vec::new();
-    plan.write_file(0, &mut sink, &mut |p| {
-        fetched[p] += 1;
-        Ok(model.tensors[p].clone())
-    })
-    .unwrap();
+    let weights = plan.files().next().unwrap();
+    weights
+        .write(&mut sink, &mut |p| {
+            fetched[p] += 1;
+            Ok(model.tensors[p].clone())
+        })
+        .unwrap();
     assert_eq!(fetched, vec![1; model.tensors.len()]);
-    let error = plan
-        .write_file(0, &mut sink, &mut |_| Ok(model.tensors[0].clone()))
+    let error = weights
+        .write(&mut sink, &mut |_| Ok(model.tensors[0].clone()))
         .unwrap_err();
     assert!(
         matches!(error, Error::FetchedTensorDiffers { .. }),
