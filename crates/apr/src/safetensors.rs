@@ -820,18 +820,9 @@ fn write_sidecar(
     Ok(())
 }
 
-/// The directory entries of `model`'s tensors.
+/// The directory entries of `model`'s tensors (as its `.apr` file would list them).
 pub(crate) fn entries(model: &TensorModel) -> Vec<TensorEntry> {
-    model
-        .tensors
-        .iter()
-        .map(|t| TensorEntry {
-            name: t.name.clone(),
-            dtype: t.dtype.code(),
-            shape: t.shape.clone(),
-            quantizer: t.quantizer.clone(),
-        })
-        .collect()
+    crate::codec::tensor_metadata(model, &ModelCard::default()).tensors
 }
 
 /// Exports `model` in memory in [`Layout::Spec`] (the model has no card).

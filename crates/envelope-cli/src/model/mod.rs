@@ -153,36 +153,6 @@ impl From<FloatTypeArg> for apr::safetensors::FloatType {
     }
 }
 
-/// A size as transformers' `max_shard_size` reads it: bytes, or a number with `KB`/`MB`/`GB`
-/// (powers of 1000) or `KiB`/`MiB`/`GiB` (powers of 1024).
-fn byte_size(text: &str) -> Result<u64, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let unit = unit.trim();
-    let unit_bytes: u64 = match unit.to_ascii_uppercase().as_str() {
-        "" | "B" => 1,
-        "KB" => 1_000,
-        "MB" => 1_000_000,
-        "GB" => 1_000_000_000,
-        "KIB" => 1 << 10,
-        "MIB" => 1 << 20,
-        "GIB" => 1 << 30,
-        _ => {
-            return Err(format!(
-                "unknown unit {unit:?} (use B, KB, MB, GB, KiB, MiB or GiB)"
-            ));
-        }
-    };
-    number
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(unit_bytes))
-        .ok_or_else(|| format!("{text:?} is not a size such as 5GB or 500MiB"))
-}
-
 /// `apr export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
@@ -206,9 +176,16 @@ pub struct ExportArgs {
     /// (transformers cannot run Q8_0/Q4_x blocks, so a quantized Hugging Face model needs it).
     #[arg(long, value_enum, value_name = "TYPE")]
     pub dtype: Option<FloatTypeArg>,
-    /// SafeTensors, for transformers: the most tensor bytes per file; past it the weights are
-    /// split into model-0000N-of-0000M.safetensors shards with model.safetensors.index.json.
-    #[arg(long, value_name = "SIZE", default_value = "5GB", value_parser = byte_size)]
+    /// SafeTensors, for transformers: the most tensor bytes per file (bytes, or a number with
+    /// K, M, G, T: powers of 1024; default transformers' 5 GB, 5 000 000 000 bytes); past it the
+    /// weights are split into model-0000N-of-0000M.safetensors shards with
+    /// model.safetensors.index.json.
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value_t = apr::safetensors::DEFAULT_MAX_SHARD_SIZE,
+        value_parser = crate::parse_size
+    )]
     pub max_shard_size: u64,
     /// SafeTensors: write a quantized Hugging Face model as int8 + scales.json (001 §6.2.6,
     /// which transformers refuses to load and `apr import` reads back) instead of refusing it.
