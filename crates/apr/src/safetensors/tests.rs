@@ -486,6 +486,48 @@ fn tensors_safetensors_cannot_hold_are_refused_by_name() {
 }
 
 proptest! {
+    /// Whatever the sizes and the limit: every tensor is in exactly one shard, the index says
+    /// which and counts every byte, and a shard passes the limit only when it is one tensor.
+    #[test]
+    fn shards_hold_every_tensor_once_within_the_limit(
+        sizes in proptest::collection::vec(1usize..64, 1..12),
+        limit in 1u64..512,
+    ) {
+        let tensors = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                Tensor::from_f32(format!("t{i:02}"), vec![n as u64], &vec![1.0; n]).unwrap()
+            })
+            .collect();
+        let model = TensorModel::new(tensors).unwrap();
+        let options = SafeTensorsOptions { max_shard_size: limit, ..SafeTensorsOptions::default() };
+        let files = write_all(&plan(&model, &hf_card(F32_CONFIG), &options).unwrap(), &model);
+        let shards: Vec<&String> = files.keys().filter(|n| n.ends_with(".safetensors")).collect();
+        let mut seen = Vec::new();
+        for name in &shards {
+            let header = header_of(&files[*name]);
+            let keys = header.offset_keys();
+            let bytes = header.data_len() as u64;
+            prop_assert!(bytes <= limit || keys.len() == 1, "{name}: {bytes} bytes");
+            seen.extend(keys);
+        }
+        let names: Vec<String> = model.tensors.iter().map(|t| t.name.clone()).collect();
+        seen.sort();
+        prop_assert_eq!(&seen, &names);
+        if shards.len() > 1 {
+            let index: serde_json::Value = serde_json::from_slice(&files[HF_INDEX]).unwrap();
+            for name in &names {
+                let shard = index["weight_map"][name].as_str().unwrap();
+                prop_assert!(header_of(&files[shard]).offset_keys().contains(name));
+            }
+            let total: usize = sizes.iter().map(|n| n * 4).sum();
+            prop_assert_eq!(index["metadata"]["total_size"].as_u64(), Some(total as u64));
+        } else {
+            prop_assert_eq!(shards, [&HF_WEIGHTS.to_owned()]);
+        }
+    }
+
     #[test]
     fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
         let _ = import(&bytes, None, None);
