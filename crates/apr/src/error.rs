@@ -202,7 +202,7 @@ pub enum Error {
         /// The tensor at which it overflows.
         tensor: String,
     },
-    /// A tensor fetched for a lazy GGUF export differs from its directory entry.
+    /// A tensor fetched for a lazy export (GGUF, SafeTensors) differs from its directory entry.
     #[error("Usage: a fetched tensor differs from its directory entry")]
     FetchedTensorDiffers {
         /// The entry's name.

@@ -175,36 +175,86 @@ pub fn export_gguf_from<B: AsRef<[u8]>>(
     })
 }
 
-/// The files a SafeTensors export directory holds: an earlier export made of these alone may be
-/// replaced (with `Existing::Replace`); a directory holding anything else never is.
-pub const SAFETENSORS_EXPORT_FILES: &[&str] = &["weights.safetensors", "scales.json", "mins.json"];
-
-/// Writes a SafeTensors export as the directory `destination`: `weights.safetensors` and, when
-/// quantized tensors need them, `scales.json` and `mins.json` (001 §6.2.6). The directory is
-/// built beside the destination and moved into place whole ([`output_file::write_dir`]), so an
-/// export never mixes new files with an earlier export's (a stale `scales.json` would be read
-/// with new weights).
+/// Writes a model's SafeTensors export as the directory `destination` ([`safetensors::Plan`]: the
+/// layout transformers loads for a model with `config.json`, 001 §6.2.6's otherwise), one tensor
+/// in memory at a time. The directory is built beside the destination and moved into place whole
+/// ([`output_file::write_dir`]), so an export never mixes new files with an earlier export's (a
+/// stale `scales.json` or shard would be read with new weights). An existing directory is
+/// replaced (with `Existing::Replace`) only if it holds nothing but files an export writes
+/// ([`safetensors::is_export_file`]).
 ///
 /// # Errors
-/// As [`safetensors::export`], plus `Io` (`AlreadyExists` for a non-empty directory under
-/// `Existing::Keep`; `InvalidInput` for a directory holding files an export does not write).
-pub fn export_safetensors(destination: impl Into<Destination>, model: &TensorModel) -> Result<()> {
-    let exported = safetensors::export(model)?;
-    output_file::write_dir(destination, SAFETENSORS_EXPORT_FILES, |dir| {
-        let write = |name: &str, bytes: &[u8]| {
-            output_file::write(dir.join(name), |out| out.write_all(bytes))
-        };
-        write("weights.safetensors", &exported.weights)?;
-        for (name, text) in [
-            ("scales.json", &exported.scales),
-            ("mins.json", &exported.mins),
-        ] {
-            if let Some(text) = text {
-                write(name, text.as_bytes())?;
-            }
+/// As [`safetensors::Plan::new`] and [`safetensors::PlannedFile::write`] (with `tensor` as the
+/// source), plus `Io` (`AlreadyExists` for a non-empty directory under `Existing::Keep`;
+/// `InvalidInput` for a directory holding files an export does not write).
+pub fn export_safetensors_with(
+    destination: impl Into<Destination>,
+    entries: &[TensorEntry],
+    card: &ModelCard,
+    options: &safetensors::SafeTensorsOptions,
+    mut tensor: impl FnMut(usize) -> Result<Tensor>,
+) -> Result<safetensors::Layout> {
+    let destination = destination.into();
+    let plan = safetensors::Plan::new(entries, card, options)?;
+    // Names an earlier export may have left (shards are numbered, so they are listed here).
+    let mut replaceable: Vec<String> = std::fs::read_dir(destination.path())
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| safetensors::is_export_file(name))
+        .collect();
+    replaceable.extend(plan.file_names().map(str::to_owned));
+    let replaceable: Vec<&str> = replaceable.iter().map(String::as_str).collect();
+    output_file::write_dir(destination, &replaceable, |dir| {
+        for file in plan.files() {
+            output_file::write(dir.join(file.name()), |out| file.write(out, &mut tensor))?;
         }
-        Ok(())
+        Ok(plan.layout())
     })
+}
+
+/// [`export_safetensors_with`] of an unencrypted model file, each tensor read from it when
+/// written: memory holds one tensor, whatever the model's size.
+///
+/// # Errors
+/// As [`export_safetensors_with`] and [`AprFile::tensor_at`].
+pub fn export_safetensors_from<B: AsRef<[u8]>>(
+    destination: impl Into<Destination>,
+    file: &AprFile<B>,
+    options: &safetensors::SafeTensorsOptions,
+) -> Result<safetensors::Layout> {
+    let metadata = file.metadata();
+    export_safetensors_with(
+        destination,
+        &metadata.tensors,
+        &metadata.model_card,
+        options,
+        |i| file.tensor_at(i),
+    )
+}
+
+/// [`export_safetensors_with`] of a model in memory.
+///
+/// # Errors
+/// As [`export_safetensors_with`].
+pub fn export_safetensors(
+    destination: impl Into<Destination>,
+    model: &TensorModel,
+    card: &ModelCard,
+    options: &safetensors::SafeTensorsOptions,
+) -> Result<safetensors::Layout> {
+    export_safetensors_with(
+        destination,
+        &safetensors::entries(model),
+        card,
+        options,
+        |i| {
+            model.tensors.get(i).cloned().ok_or(Error::NoTensorAt {
+                position: i,
+                count: model.tensors.len(),
+            })
+        },
+    )
 }
 
 /// Imports a SafeTensors file; `scales.json` / `mins.json` next to it are used when present.
@@ -449,5 +499,66 @@ mod tests {
             let file = open(&path).unwrap();
             assert_eq!(&file.tensor("b").unwrap(), model.tensor("b").unwrap());
         }
+    }
+
+    /// The export of a saved file streams from it, and replaces an earlier export (shards
+    /// included) but never a directory holding anything else.
+    #[test]
+    fn safetensors_export_from_a_file_replaces_only_an_earlier_export() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.apr");
+        let values: Vec<f32> = (0..512).map(|i| i as f32 / 3.0).collect();
+        let model = TensorModel::new(vec![
+            Tensor::from_f32("model.embed_tokens.weight", vec![8, 32], &values[..256]).unwrap(),
+            Tensor::from_f32("lm_head.weight", vec![8, 32], &values[256..]).unwrap(),
+        ])
+        .unwrap();
+        let mut card = ModelCard::default();
+        card.source_files
+            .0
+            .insert("config.json".into(), br#"{"dtype": "float32"}"#.to_vec());
+        let options = SaveOptions {
+            card,
+            compression: envelope_core::Compression::ZstdL3,
+        };
+        save_tensors(&path, &model, ModelType::NeuralCustom, &options).unwrap();
+        let file = open(&path).unwrap();
+        let out = dir.path().join("export");
+        let sharded = safetensors::SafeTensorsOptions {
+            max_shard_size: 1024,
+            ..safetensors::SafeTensorsOptions::default()
+        };
+        let layout = export_safetensors_from(&out, &file, &sharded).unwrap();
+        assert_eq!(layout, safetensors::Layout::Transformers);
+        let names = |dir: &Path| {
+            let mut names: Vec<String> = std::fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(
+            names(&out),
+            [
+                "config.json",
+                "model-00001-of-00002.safetensors",
+                "model-00002-of-00002.safetensors",
+                "model.safetensors.index.json"
+            ]
+        );
+        // Replaced whole: no shard of the earlier export is left beside the single file.
+        export_safetensors_from(&out, &file, &safetensors::SafeTensorsOptions::default()).unwrap();
+        assert_eq!(names(&out), ["config.json", "model.safetensors"]);
+        let back = import_safetensors(out.join("model.safetensors")).unwrap();
+        for t in &model.tensors {
+            assert_eq!(back.tensor(&t.name), Some(t));
+        }
+        std::fs::write(out.join("notes.txt"), b"mine").unwrap();
+        let error =
+            export_safetensors_from(&out, &file, &safetensors::SafeTensorsOptions::default())
+                .unwrap_err();
+        assert_eq!(error.signal(), envelope_core::Signal::Io, "{error}");
+        assert_eq!(std::fs::read(out.join("notes.txt")).unwrap(), b"mine");
     }
 }

@@ -1,20 +1,39 @@
-//! SafeTensors export (001 §6.2.6-§6.2.7: weights plus `scales.json` / `mins.json`) and import
-//! (read-only, through the `safetensors` crate, which bounds the header at 100 MB and checks that
-//! every tensor's offsets are in bounds, contiguous and match its dtype and shape).
+//! SafeTensors export (001 §6.2.6) and import (read-only, through the `safetensors` crate, which
+//! bounds the header at 100 MB and checks that every tensor's offsets are in bounds, contiguous
+//! and match its dtype and shape).
 //!
-//! Exported layout (`docs/apr.md` §7): plain tensors as they are; Q8_0 as an `I8` tensor of the
-//! original shape with one f32 scale per block in `scales.json`; Q4_0/Q4_1 as a `U8` tensor of
-//! packed nibbles (shape `[..., last / 2]`, GGUF nibble order) with scales (and minimums in
-//! `mins.json`); Q8_TENSOR as an `I8` tensor with its scale and zero point in the header's
-//! `__metadata__`. `__metadata__` also records the tensor order (`apr.tensor_order`, the
-//! `safetensors` crate sorts tensors by dtype and name) and each quantized tensor's type
-//! (`apr.dtype.<name>`), which is how [`import`] rebuilds the exact blocks.
+//! An export has one of two layouts ([`Layout`], `docs/apr.md` §7):
+//! - **[`Layout::Transformers`]**, for a model imported from a Hugging Face directory (its card
+//!   keeps `config.json` in `source_files`): the directory `transformers` loads with
+//!   `from_pretrained`. `model.safetensors` (or `model-0000N-of-0000M.safetensors` shards and
+//!   `model.safetensors.index.json` past [`SafeTensorsOptions::max_shard_size`]), the tensors
+//!   under their Hugging Face names, `__metadata__` `{"format": "pt"}`; `config.json` with its
+//!   dtype set to what was written; the kept tokenizer and generation files verbatim.
+//!   transformers cannot run quantized blocks, so a quantized model needs
+//!   [`SafeTensorsOptions::dtype`] (dequantized to a float type) or
+//!   [`SafeTensorsOptions::raw_quantized`] (the other layout); otherwise it is refused.
+//! - **[`Layout::Spec`]**, for every other model: `weights.safetensors` with `scales.json` /
+//!   `mins.json` sidecars. Plain tensors as they are; Q8_0 as an `I8` tensor of the original shape
+//!   with one f32 scale per block in `scales.json`; Q4_0/Q4_1 as a `U8` tensor of packed nibbles
+//!   (shape `[..., last / 2]`, GGUF nibble order) with scales (and minimums in `mins.json`);
+//!   Q8_TENSOR as an `I8` tensor with its scale and zero point in the header's `__metadata__`.
+//!   `__metadata__` records the tensor order (`apr.tensor_order`: the file holds the tensors
+//!   sorted by dtype and name, as the `safetensors` crate writes them) and each quantized tensor's
+//!   type (`apr.dtype.<name>`), which is how [`import`] rebuilds the exact blocks. A file holding
+//!   such int8 forms says `"format": "apr-quantized"` ([`QUANTIZED_FORMAT`]): transformers
+//!   refuses any format but `pt`, `tf`, `flax` and `mlx`, so integer codes are never loaded as
+//!   weights by mistake.
+//!
+//! Memory holds one tensor: a [`Plan`] is made from the tensor directory alone (sizes and offsets
+//! follow from dtype and shape), and [`PlannedFile::write`] fetches each tensor as it writes it.
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
 
-use half::f16;
-use safetensors::tensor::{Dtype, SafeTensors, View};
+use half::{bf16, f16};
+use safetensors::tensor::{Dtype, SafeTensors, TensorInfo};
 
+use crate::card::{ModelCard, TensorEntry};
 use crate::error::{Error, Result};
 use crate::model::TensorModel;
 use crate::quant::QuantType;
@@ -26,8 +45,187 @@ const TARGET: &str = "SafeTensors";
 pub const ORDER_KEY: &str = "apr.tensor_order";
 /// `__metadata__` key prefix of a quantized tensor's type (`apr.dtype.<name>` = `q4_0`).
 pub const DTYPE_KEY_PREFIX: &str = "apr.dtype.";
+/// `__metadata__` key naming the framework of the tensors (transformers reads it).
+pub const FORMAT_KEY: &str = "format";
+/// `__metadata__.format` of a file of float or plain tensors: PyTorch's, as `save_pretrained`
+/// writes it.
+pub const TORCH_FORMAT: &str = "pt";
+/// `__metadata__.format` of a file holding quantized tensors in their int8 forms. Not one of the
+/// formats transformers accepts (`pt`, `tf`, `flax`, `mlx`: anything else raises `OSError`), so
+/// the integer codes cannot be loaded as float weights by mistake.
+pub const QUANTIZED_FORMAT: &str = "apr-quantized";
+/// Default [`SafeTensorsOptions::max_shard_size`]: transformers' `save_pretrained` default, "5GB"
+/// (decimal).
+pub const DEFAULT_MAX_SHARD_SIZE: u64 = 5_000_000_000;
+/// The largest header a reader accepts (the `safetensors` crate's `MAX_HEADER_SIZE`).
+pub const MAX_HEADER_BYTES: usize = 100_000_000;
+/// The files of a Hugging Face model directory written as they were kept (`config.json` is
+/// rewritten with the dtype written). Only these names are written, so a card cannot name a path.
+pub const HF_KEPT_FILES: &[&str] = &[
+    "config.json",
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer.model",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "chat_template.jinja",
+];
+/// Single weights file of [`Layout::Transformers`].
+pub const HF_WEIGHTS: &str = "model.safetensors";
+/// Shard index of [`Layout::Transformers`].
+pub const HF_INDEX: &str = "model.safetensors.index.json";
+/// Weights file of [`Layout::Spec`].
+pub const SPEC_WEIGHTS: &str = "weights.safetensors";
+/// Scales sidecar of [`Layout::Spec`].
+pub const SCALES: &str = "scales.json";
+/// Minimums sidecar of [`Layout::Spec`].
+pub const MINS: &str = "mins.json";
 
-/// The files of an export: `weights.safetensors` and the sidecars.
+/// Whether an export writes files named `name` (either layout): an earlier export made of these
+/// alone may be replaced.
+#[must_use]
+pub fn is_export_file(name: &str) -> bool {
+    [HF_WEIGHTS, HF_INDEX, SPEC_WEIGHTS, SCALES, MINS].contains(&name)
+        || HF_KEPT_FILES.contains(&name)
+        || shard_numbers(name).is_some()
+}
+
+/// `(N, M)` of a shard name `model-0000N-of-0000M.safetensors`.
+fn shard_numbers(name: &str) -> Option<(u32, u32)> {
+    let middle = name.strip_prefix("model-")?.strip_suffix(".safetensors")?;
+    let (n, m) = middle.split_once("-of-")?;
+    let number = |s: &str| {
+        (s.len() == 5 && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse().ok())
+            .flatten()
+    };
+    Some((number(n)?, number(m)?))
+}
+
+fn shard_name(n: usize, of: usize) -> String {
+    format!("model-{n:05}-of-{of:05}.safetensors")
+}
+
+/// The float type an export converts every float tensor to (`--dtype`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FloatType {
+    /// IEEE binary32.
+    F32,
+    /// IEEE binary16.
+    F16,
+    /// bfloat16.
+    BF16,
+}
+
+impl FloatType {
+    /// The `.apr` dtype.
+    #[must_use]
+    pub const fn dtype(self) -> DType {
+        match self {
+            Self::F32 => DType::F32,
+            Self::F16 => DType::F16,
+            Self::BF16 => DType::BF16,
+        }
+    }
+
+    /// The name `torch` gives it (`config.json`'s `torch_dtype`): `float32`, `float16`,
+    /// `bfloat16`.
+    #[must_use]
+    pub const fn torch_name(self) -> &'static str {
+        match self {
+            Self::F32 => "float32",
+            Self::F16 => "float16",
+            Self::BF16 => "bfloat16",
+        }
+    }
+
+    const fn of(dtype: DType) -> Option<Self> {
+        match dtype {
+            DType::F32 => Some(Self::F32),
+            DType::F16 => Some(Self::F16),
+            DType::BF16 => Some(Self::BF16),
+            _ => None,
+        }
+    }
+
+    const fn safetensors(self) -> Dtype {
+        match self {
+            Self::F32 => Dtype::F32,
+            Self::F16 => Dtype::F16,
+            Self::BF16 => Dtype::BF16,
+        }
+    }
+
+    const fn bytes(self) -> u64 {
+        match self {
+            Self::F32 => 4,
+            Self::F16 | Self::BF16 => 2,
+        }
+    }
+
+    /// `values` in this type, little-endian, rounded to nearest even (as `torch`'s `.to()`).
+    fn encode(self, values: &[f32]) -> Vec<u8> {
+        match self {
+            Self::F32 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            Self::F16 => values
+                .iter()
+                .flat_map(|&v| f16::from_f32(v).to_le_bytes())
+                .collect(),
+            Self::BF16 => values
+                .iter()
+                .flat_map(|&v| bf16::from_f32(v).to_le_bytes())
+                .collect(),
+        }
+    }
+}
+
+/// Export settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SafeTensorsOptions {
+    /// Convert every float tensor to this type, dequantizing Q8_0, Q4_0, Q4_1 and Q8_TENSOR
+    /// tensors (`I8`/`U8` tensors stay as they are). `None` keeps each tensor's type.
+    pub dtype: Option<FloatType>,
+    /// [`Layout::Transformers`]: the most bytes of tensor data in one shard file; past it the
+    /// weights are split into shards (a larger tensor gets a shard of its own), as
+    /// transformers' `save_pretrained(max_shard_size=...)` splits them.
+    pub max_shard_size: u64,
+    /// Write a quantized model with `config.json` in [`Layout::Spec`] (int8 + scales, which
+    /// transformers refuses) instead of refusing it.
+    pub raw_quantized: bool,
+}
+
+impl Default for SafeTensorsOptions {
+    fn default() -> Self {
+        Self {
+            dtype: None,
+            max_shard_size: DEFAULT_MAX_SHARD_SIZE,
+            raw_quantized: false,
+        }
+    }
+}
+
+/// The layout of an export (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// A Hugging Face model directory (`model.safetensors`, `config.json`, tokenizer files).
+    Transformers,
+    /// 001 §6.2.6: `weights.safetensors` with `scales.json` / `mins.json`.
+    Spec,
+}
+
+impl Layout {
+    /// `transformers` or `spec`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Transformers => "transformers",
+            Self::Spec => "spec",
+        }
+    }
+}
+
+/// The files of an in-memory export in [`Layout::Spec`] ([`export`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exported {
     /// `weights.safetensors`.
@@ -38,47 +236,552 @@ pub struct Exported {
     pub mins: Option<String>,
 }
 
-struct Stored {
-    dtype: Dtype,
+/// How a tensor's bytes become the bytes written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// As stored.
+    Stored,
+    /// Converted (dequantized) to a float type.
+    Convert(FloatType),
+    /// Q8_0/Q4_0/Q4_1: the quant bytes of every block; scales (and minimums) to the sidecars.
+    Blocks(QuantType),
+    /// Q8_TENSOR: the i8 values; scale and zero point to `__metadata__`.
+    Q8Tensor,
+}
+
+/// One tensor of a weights file.
+#[derive(Debug, Clone)]
+struct Slot {
+    position: usize,
+    entry: TensorEntry,
+    dtype: DType,
+    form: Form,
+    written: Dtype,
     shape: Vec<usize>,
-    data: Vec<u8>,
+    len: u64,
 }
 
-impl View for &Stored {
-    fn dtype(&self) -> Dtype {
-        self.dtype
-    }
-    fn shape(&self) -> &[usize] {
-        &self.shape
-    }
-    fn data(&self) -> std::borrow::Cow<'_, [u8]> {
-        std::borrow::Cow::Borrowed(&self.data)
-    }
-    fn data_len(&self) -> usize {
-        self.data.len()
-    }
+#[derive(Debug, Clone)]
+enum Content {
+    /// A SafeTensors file: its tensors in the order of their data.
+    Weights(Vec<Slot>),
+    /// `scales.json` (`mins == false`) or `mins.json` of the block tensors listed, by name.
+    Sidecar { slots: Vec<Slot>, mins: bool },
+    /// Bytes known when planning (`config.json`, kept files, the shard index).
+    Bytes(Vec<u8>),
 }
 
-fn failed(tensor: &Tensor, reason: &'static str) -> Error {
+/// What an export writes: the files, each planned from the tensor directory alone. Write each
+/// with [`PlannedFile::write`].
+#[derive(Debug, Clone)]
+pub struct Plan {
+    layout: Layout,
+    order: Vec<String>,
+    files: Vec<(String, Content)>,
+}
+
+fn failed(tensor: &str, reason: &'static str) -> Error {
     Error::ExportFailed {
         target: TARGET,
-        tensor: tensor.name.clone(),
+        tensor: tensor.to_owned(),
         reason,
     }
 }
 
-fn usize_shape(tensor: &Tensor) -> Result<Vec<usize>> {
-    tensor
+/// Why a quantized model with `config.json` is refused without a float type.
+const QUANTIZED_FOR_TRANSFORMERS: &str = "transformers cannot run quantized blocks: choose a \
+    float type (apr export --dtype f32, f16 or bf16 dequantizes), or the int8 + scales form of \
+    001 §6.2.6 that transformers refuses to load (--raw-quantized)";
+
+fn slot(position: usize, entry: &TensorEntry, target: Option<FloatType>) -> Result<Slot> {
+    let dtype = DType::from_code(entry.dtype)?;
+    let mut shape = entry
         .shape
         .iter()
-        .map(|&d| usize::try_from(d).map_err(|_| failed(tensor, "too large for this platform")))
-        .collect()
+        .map(|&d| {
+            usize::try_from(d).map_err(|_| failed(&entry.name, "too large for this platform"))
+        })
+        .collect::<Result<Vec<usize>>>()?;
+    let elements = crate::tensor::element_count(&entry.shape)
+        .ok_or_else(|| failed(&entry.name, "its element count overflows"))?;
+    let (form, written) = match (dtype, target) {
+        (DType::Quantized(QuantType::Custom), _) => {
+            return Err(failed(
+                &entry.name,
+                "plugin quantizations have no SafeTensors layout",
+            ));
+        }
+        (DType::I8, _) => (Form::Stored, Dtype::I8),
+        (DType::U8, _) => (Form::Stored, Dtype::U8),
+        (_, Some(target)) if FloatType::of(dtype) == Some(target) => {
+            (Form::Stored, target.safetensors())
+        }
+        (_, Some(target)) => (Form::Convert(target), target.safetensors()),
+        (DType::Quantized(QuantType::Q8Tensor), None) => (Form::Q8Tensor, Dtype::I8),
+        (DType::Quantized(quant), None) => {
+            if quant != QuantType::Q8_0 {
+                // Two nibbles per byte along the last dimension.
+                let last = shape
+                    .last_mut()
+                    .ok_or_else(|| failed(&entry.name, "a quantized scalar has no rows"))?;
+                if !last.is_multiple_of(2) {
+                    return Err(failed(
+                        &entry.name,
+                        "a 4-bit tensor's last dimension must be even to pack nibble pairs",
+                    ));
+                }
+                *last /= 2;
+            }
+            let written = if quant == QuantType::Q8_0 {
+                Dtype::I8
+            } else {
+                Dtype::U8
+            };
+            (Form::Blocks(quant), written)
+        }
+        (DType::F32, None) => (Form::Stored, Dtype::F32),
+        (DType::F16, None) => (Form::Stored, Dtype::F16),
+        (DType::BF16, None) => (Form::Stored, Dtype::BF16),
+    };
+    let len = match form {
+        Form::Convert(target) => elements.checked_mul(target.bytes()),
+        Form::Blocks(QuantType::Q8_0) | Form::Q8Tensor => Some(elements),
+        Form::Blocks(_) => Some(elements / 2),
+        Form::Stored => dtype.byte_len(elements),
+    }
+    .ok_or_else(|| failed(&entry.name, "its byte size overflows"))?;
+    Ok(Slot {
+        position,
+        entry: entry.clone(),
+        dtype,
+        form,
+        written,
+        shape,
+        len,
+    })
+}
+
+/// Sorts a file's tensors as the `safetensors` crate (and so `save_pretrained`) writes them: by
+/// descending dtype alignment, then name. Data after the 8-byte-padded header is then aligned for
+/// every tensor, and a model imported from a Hugging Face file is written back in its own order.
+fn sort_for_file(slots: &mut [Slot]) {
+    slots.sort_by(|a, b| {
+        b.written
+            .cmp(&a.written)
+            .then_with(|| a.entry.name.cmp(&b.entry.name))
+    });
+}
+
+impl Plan {
+    /// Plans the export of the tensors `entries` (a model's tensor directory, in payload order) of
+    /// a model with `card`.
+    ///
+    /// # Errors
+    /// `DuplicateName`; `ExportFailed` naming a tensor SafeTensors cannot hold (plugin
+    /// quantizations, a quantized scalar, a 4-bit tensor whose last dimension is odd) and, for a
+    /// model with `config.json`, the first quantized tensor when neither `dtype` nor
+    /// `raw_quantized` is set; `UnsupportedQuantization` for an unknown dtype code;
+    /// `InvalidFormat` if `config.json` is not a JSON object.
+    pub fn new(
+        entries: &[TensorEntry],
+        card: &ModelCard,
+        options: &SafeTensorsOptions,
+    ) -> Result<Self> {
+        crate::error::check_unique(entries.iter().map(|e| e.name.as_str()))?;
+        let slots = entries
+            .iter()
+            .enumerate()
+            .map(|(i, entry)| slot(i, entry, options.dtype))
+            .collect::<Result<Vec<_>>>()?;
+        let quantized = slots
+            .iter()
+            .find(|s| matches!(s.form, Form::Blocks(_) | Form::Q8Tensor));
+        let order = entries.iter().map(|e| e.name.clone()).collect();
+        match (card.source_files.get("config.json"), quantized) {
+            (Some(_), Some(_)) if options.raw_quantized => Ok(Self::spec(slots, order)),
+            (Some(_), Some(slot)) => Err(failed(&slot.entry.name, QUANTIZED_FOR_TRANSFORMERS)),
+            (Some(config), None) => {
+                Self::transformers(slots, order, card, config, options.max_shard_size)
+            }
+            (None, _) => Ok(Self::spec(slots, order)),
+        }
+    }
+
+    fn spec(mut slots: Vec<Slot>, order: Vec<String>) -> Self {
+        let mut by_name: Vec<Slot> = slots
+            .iter()
+            .filter(|s| matches!(s.form, Form::Blocks(_)))
+            .cloned()
+            .collect();
+        by_name.sort_by(|a, b| a.entry.name.cmp(&b.entry.name));
+        let mins: Vec<Slot> = by_name
+            .iter()
+            .filter(|s| s.form == Form::Blocks(QuantType::Q4_1))
+            .cloned()
+            .collect();
+        sort_for_file(&mut slots);
+        let mut files = vec![(SPEC_WEIGHTS.to_owned(), Content::Weights(slots))];
+        if !by_name.is_empty() {
+            files.push((
+                SCALES.to_owned(),
+                Content::Sidecar {
+                    slots: by_name,
+                    mins: false,
+                },
+            ));
+        }
+        if !mins.is_empty() {
+            files.push((
+                MINS.to_owned(),
+                Content::Sidecar {
+                    slots: mins,
+                    mins: true,
+                },
+            ));
+        }
+        Self {
+            layout: Layout::Spec,
+            order,
+            files,
+        }
+    }
+
+    fn transformers(
+        slots: Vec<Slot>,
+        order: Vec<String>,
+        card: &ModelCard,
+        config: &[u8],
+        max_shard_size: u64,
+    ) -> Result<Self> {
+        // huggingface_hub's `split_state_dict_into_shards_factory`, in the checkpoint's order: a
+        // tensor that would tip the current shard over the limit starts a new one; a tensor over
+        // the limit by itself gets its own shard at once.
+        let mut shards: Vec<Vec<Slot>> = Vec::new();
+        let mut current: Vec<Slot> = Vec::new();
+        let mut current_size = 0u64;
+        let (mut total_size, mut total_parameters) = (0u64, 0u64);
+        let mut elements_by_type = [
+            (FloatType::F32, 0u64),
+            (FloatType::F16, 0),
+            (FloatType::BF16, 0),
+        ];
+        for slot in slots {
+            let elements = crate::tensor::element_count(&slot.entry.shape).unwrap_or(0);
+            total_size = total_size.saturating_add(slot.len);
+            total_parameters = total_parameters.saturating_add(elements);
+            let float = match slot.form {
+                Form::Convert(target) => Some(target),
+                _ => FloatType::of(slot.dtype),
+            };
+            if let Some((_, count)) = elements_by_type.iter_mut().find(|(f, _)| Some(*f) == float) {
+                *count = count.saturating_add(elements);
+            }
+            if slot.len > max_shard_size {
+                shards.push(vec![slot]);
+                continue;
+            }
+            if !current.is_empty() && current_size.saturating_add(slot.len) > max_shard_size {
+                shards.push(std::mem::take(&mut current));
+                current_size = 0;
+            }
+            current_size += slot.len;
+            current.push(slot);
+        }
+        if !current.is_empty() || shards.is_empty() {
+            shards.push(current);
+        }
+        // config.json says the type most of the weights have (every float tensor's, when
+        // converted).
+        let written = elements_by_type
+            .iter()
+            .filter(|(_, count)| *count > 0)
+            .max_by_key(|(_, count)| *count)
+            .map(|&(float, _)| float);
+        let mut files = Vec::new();
+        let count = shards.len();
+        let mut weight_map = BTreeMap::new();
+        for (i, mut shard) in shards.into_iter().enumerate() {
+            let name = if count == 1 {
+                HF_WEIGHTS.to_owned()
+            } else {
+                shard_name(i + 1, count)
+            };
+            for slot in &shard {
+                weight_map.insert(slot.entry.name.clone(), name.clone());
+            }
+            sort_for_file(&mut shard);
+            files.push((name, Content::Weights(shard)));
+        }
+        if count > 1 {
+            // `save_pretrained`'s index: `json.dumps(index, indent=2, sort_keys=True) + "\n"`.
+            let index = serde_json::json!({
+                "metadata": { "total_parameters": total_parameters, "total_size": total_size },
+                "weight_map": weight_map,
+            });
+            files.push((HF_INDEX.to_owned(), Content::Bytes(pretty_json(&index)?)));
+        }
+        files.push((
+            "config.json".to_owned(),
+            Content::Bytes(config_with_dtype(config, written)?),
+        ));
+        for name in HF_KEPT_FILES.iter().filter(|n| **n != "config.json") {
+            if let Some(bytes) = card.source_files.get(name) {
+                files.push(((*name).to_owned(), Content::Bytes(bytes.to_vec())));
+            }
+        }
+        Ok(Self {
+            layout: Layout::Transformers,
+            order,
+            files,
+        })
+    }
+
+    /// The layout chosen.
+    #[must_use]
+    pub const fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The files to write, in order.
+    pub fn files(&self) -> impl Iterator<Item = PlannedFile<'_>> {
+        self.files.iter().map(|(name, content)| PlannedFile {
+            plan: self,
+            name,
+            content,
+        })
+    }
+
+    /// The names of the files, in order.
+    pub fn file_names(&self) -> impl Iterator<Item = &str> {
+        self.files.iter().map(|(name, _)| name.as_str())
+    }
+
+    /// `__metadata__` of [`Layout::Spec`]'s weights: `format`, the order, and each quantized
+    /// tensor's type (and Q8_TENSOR's parameters, for which those tensors are fetched).
+    fn spec_info(
+        &self,
+        slots: &[Slot],
+        tensor: &mut dyn FnMut(usize) -> Result<Tensor>,
+    ) -> Result<HashMap<String, String>> {
+        let mut info = HashMap::new();
+        let mut quantized = false;
+        for slot in slots {
+            let name = &slot.entry.name;
+            match slot.form {
+                Form::Blocks(quant) => {
+                    info.insert(format!("{DTYPE_KEY_PREFIX}{name}"), quant.name().to_owned());
+                }
+                Form::Q8Tensor => {
+                    let t = fetch(slot, tensor)?;
+                    let (params, _) = q8_tensor::split(t.data())
+                        .ok_or_else(|| failed(name, "the Q8_TENSOR header is missing"))?;
+                    info.insert(format!("{DTYPE_KEY_PREFIX}{name}"), "q8_tensor".to_owned());
+                    info.insert(
+                        format!("apr.q8_tensor.{name}.scale"),
+                        params.scale.to_string(),
+                    );
+                    info.insert(
+                        format!("apr.q8_tensor.{name}.zero_point"),
+                        params.zero_point.to_string(),
+                    );
+                }
+                Form::Stored | Form::Convert(_) => continue,
+            }
+            quantized = true;
+        }
+        let format = if quantized {
+            QUANTIZED_FORMAT
+        } else {
+            TORCH_FORMAT
+        };
+        info.insert(FORMAT_KEY.to_owned(), format.to_owned());
+        info.insert(ORDER_KEY.to_owned(), to_json(&self.order)?);
+        Ok(info)
+    }
+}
+
+/// One file of a [`Plan`].
+#[derive(Debug, Clone, Copy)]
+pub struct PlannedFile<'a> {
+    plan: &'a Plan,
+    name: &'a str,
+    content: &'a Content,
+}
+
+impl PlannedFile<'_> {
+    /// The file's name in the export directory.
+    #[must_use]
+    pub const fn name(&self) -> &str {
+        self.name
+    }
+
+    /// Writes the file to `out`, fetching each tensor it needs with `tensor(position)` (payload
+    /// order) and dropping it once written: memory holds one tensor and its converted copy.
+    /// Q8_TENSOR tensors of [`Layout::Spec`] are fetched twice, first for their scale and zero
+    /// point, which the header holds; block tensors once more for each sidecar.
+    ///
+    /// # Errors
+    /// `Io` from `out`; `FetchedTensorDiffers` if a fetched tensor is not the one planned;
+    /// `QuantizationCorrupt` for block data that does not dequantize; `SafeTensorsRefused` if the
+    /// header is over [`MAX_HEADER_BYTES`]; whatever `tensor` returns.
+    pub fn write(
+        &self,
+        out: &mut dyn Write,
+        tensor: &mut dyn FnMut(usize) -> Result<Tensor>,
+    ) -> Result<()> {
+        match self.content {
+            Content::Bytes(bytes) => Ok(out.write_all(bytes)?),
+            Content::Sidecar { slots, mins } => write_sidecar(slots, *mins, out, tensor),
+            Content::Weights(slots) => {
+                let info = match self.plan.layout {
+                    Layout::Transformers => {
+                        HashMap::from([(FORMAT_KEY.to_owned(), TORCH_FORMAT.to_owned())])
+                    }
+                    Layout::Spec => self.plan.spec_info(slots, tensor)?,
+                };
+                out.write_all(&header(&info, slots)?)?;
+                for slot in slots {
+                    let bytes = written_bytes(slot, fetch(slot, tensor)?)?;
+                    if bytes.len() as u64 != slot.len {
+                        return Err(Error::FetchedTensorDiffers {
+                            tensor: slot.entry.name.clone(),
+                        });
+                    }
+                    out.write_all(&bytes)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// `value` as JSON. Serializing these values (strings, maps of strings, numbers) cannot fail; a
+/// writer's failure would be `Io`.
+fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String> {
+    Ok(serde_json::to_string(value).map_err(std::io::Error::from)?)
+}
+
+/// `value` as Python's `json.dumps(value, indent=2, sort_keys=True)` writes it, with a newline
+/// (serde_json's maps are sorted by key).
+fn pretty_json(value: &serde_json::Value) -> Result<Vec<u8>> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::from)?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// `config.json` saying `written` as its dtype: every one of `dtype` (transformers ≥ 4.56) and
+/// `torch_dtype` (earlier, still read) it has is set, or `torch_dtype` is added; the file is kept
+/// byte for byte when it already says so.
+fn config_with_dtype(config: &[u8], written: Option<FloatType>) -> Result<Vec<u8>> {
+    let mut value: serde_json::Value = serde_json::from_slice(config)
+        .map_err(|source| Error::malformed("config.json is not JSON", source))?;
+    let object = value
+        .as_object_mut()
+        .ok_or_else(|| Error::inconsistent("config.json is not a JSON object"))?;
+    let Some(written) = written else {
+        return Ok(config.to_vec());
+    };
+    let name = written.torch_name();
+    let keys: Vec<&str> = ["dtype", "torch_dtype"]
+        .into_iter()
+        .filter(|key| object.contains_key(*key))
+        .collect();
+    if !keys.is_empty() && keys.iter().all(|key| object[*key] == name) {
+        return Ok(config.to_vec());
+    }
+    for key in if keys.is_empty() {
+        vec!["torch_dtype"]
+    } else {
+        keys
+    } {
+        object.insert(key.to_owned(), name.into());
+    }
+    pretty_json(&value)
+}
+
+/// The tensor `slot` plans, fetched and checked against its entry.
+fn fetch(slot: &Slot, tensor: &mut dyn FnMut(usize) -> Result<Tensor>) -> Result<Tensor> {
+    let t = tensor(slot.position)?;
+    if t.name != slot.entry.name || t.dtype != slot.dtype || t.shape != slot.entry.shape {
+        return Err(Error::FetchedTensorDiffers {
+            tensor: slot.entry.name.clone(),
+        });
+    }
+    Ok(t)
+}
+
+/// The bytes `slot` writes of its tensor `t`.
+fn written_bytes(slot: &Slot, t: Tensor) -> Result<Vec<u8>> {
+    Ok(match slot.form {
+        Form::Stored => t.into_data(),
+        Form::Convert(target) => target.encode(&t.to_f32()?),
+        Form::Blocks(quant) => split_blocks(&t, quant)?.2,
+        Form::Q8Tensor => {
+            let (_, values) = q8_tensor::split(t.data())
+                .ok_or_else(|| failed(&t.name, "the Q8_TENSOR header is missing"))?;
+            values.to_vec()
+        }
+    })
+}
+
+/// The SafeTensors header of `slots` (in data order) with `__metadata__` `info`: the 8-byte
+/// length, then JSON padded with spaces to a multiple of 8, as the `safetensors` crate writes it
+/// (`__metadata__` first with sorted keys, then the tensors in data order), so a file is the same
+/// bytes on every run.
+fn header(info: &HashMap<String, String>, slots: &[Slot]) -> Result<Vec<u8>> {
+    let mut tensors = Vec::with_capacity(slots.len());
+    let mut offset = 0usize;
+    for slot in slots {
+        let len = usize::try_from(slot.len)
+            .map_err(|_| failed(&slot.entry.name, "too large for this platform"))?;
+        let end = offset
+            .checked_add(len)
+            .ok_or_else(|| failed(&slot.entry.name, "too large for this platform"))?;
+        tensors.push((
+            slot.entry.name.clone(),
+            TensorInfo {
+                dtype: slot.written,
+                shape: slot.shape.clone(),
+                data_offsets: (offset, end),
+            },
+        ));
+        offset = end;
+    }
+    // The crate's own checks: contiguous offsets, sizes that match dtype and shape.
+    safetensors::tensor::Metadata::new(Some(info.clone()), tensors.clone())
+        .map_err(Error::SafeTensorsRefused)?;
+    let mut json = String::from("{\"__metadata__\":");
+    json += &to_json(&info.iter().collect::<BTreeMap<_, _>>())?;
+    for (name, tensor) in &tensors {
+        json.push(',');
+        json += &to_json(name)?;
+        json.push(':');
+        json += &to_json(tensor)?;
+    }
+    json.push('}');
+    let mut json = json.into_bytes();
+    json.resize(json.len().next_multiple_of(8), b' ');
+    if json.len() > MAX_HEADER_BYTES {
+        return Err(Error::SafeTensorsRefused(
+            safetensors::SafeTensorError::HeaderTooLarge,
+        ));
+    }
+    let mut bytes = (json.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(&json);
+    Ok(bytes)
 }
 
 /// Splits GGUF blocks into (scales, mins, quant bytes).
-fn split_blocks(data: &[u8], block_bytes: usize, has_min: bool) -> (Vec<f32>, Vec<f32>, Vec<u8>) {
+fn split_blocks(tensor: &Tensor, quant: QuantType) -> Result<(Vec<f32>, Vec<f32>, Vec<u8>)> {
+    let (block_bytes, has_min) = match quant {
+        QuantType::Q8_0 => (34, false),
+        QuantType::Q4_0 => (18, false),
+        QuantType::Q4_1 => (20, true),
+        _ => return Err(failed(&tensor.name, "not a block type")),
+    };
     let head = if has_min { 4 } else { 2 };
-    let mut scales = Vec::new();
+    let data = tensor.data();
+    let mut scales = Vec::with_capacity(data.len() / block_bytes);
     let mut mins = Vec::new();
     let mut quants = Vec::with_capacity(data.len());
     for block in data.chunks_exact(block_bytes) {
@@ -88,91 +791,77 @@ fn split_blocks(data: &[u8], block_bytes: usize, has_min: bool) -> (Vec<f32>, Ve
         }
         quants.extend_from_slice(&block[head..]);
     }
-    (scales, mins, quants)
+    Ok((scales, mins, quants))
 }
 
-/// Exports `model`.
+/// `scales.json` (or `mins.json`): `{"name": [f32, ...], ...}` in name order, one tensor in memory
+/// at a time.
+fn write_sidecar(
+    slots: &[Slot],
+    mins: bool,
+    out: &mut dyn Write,
+    tensor: &mut dyn FnMut(usize) -> Result<Tensor>,
+) -> Result<()> {
+    out.write_all(b"{")?;
+    for (i, slot) in slots.iter().enumerate() {
+        let Form::Blocks(quant) = slot.form else {
+            continue;
+        };
+        let (scales, minimums, _) = split_blocks(&fetch(slot, tensor)?, quant)?;
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *out, &slot.entry.name).map_err(std::io::Error::from)?;
+        out.write_all(b":")?;
+        serde_json::to_writer(&mut *out, if mins { &minimums } else { &scales })
+            .map_err(std::io::Error::from)?;
+    }
+    out.write_all(b"}")?;
+    Ok(())
+}
+
+/// The directory entries of `model`'s tensors (as its `.apr` file would list them).
+pub(crate) fn entries(model: &TensorModel) -> Vec<TensorEntry> {
+    crate::codec::tensor_metadata(model, &ModelCard::default()).tensors
+}
+
+/// Exports `model` in memory in [`Layout::Spec`] (the model has no card).
 ///
 /// # Errors
-/// `ExportFailed` naming a tensor SafeTensors cannot hold (plugin quantizations, a scalar
-/// quantized tensor); `DuplicateName` for duplicate names; `SafeTensorsRefused` if the
-/// `safetensors` crate refuses to write them.
+/// As [`Plan::new`] and [`PlannedFile::write`].
 pub fn export(model: &TensorModel) -> Result<Exported> {
-    model.check_unique_names()?;
-    let mut stored = Vec::with_capacity(model.tensors.len());
-    let mut scales = BTreeMap::new();
-    let mut mins = BTreeMap::new();
-    let mut info = HashMap::new();
-    for tensor in &model.tensors {
-        let mut shape = usize_shape(tensor)?;
-        let (dtype, data) = match tensor.dtype {
-            DType::F32 => (Dtype::F32, tensor.data().to_vec()),
-            DType::F16 => (Dtype::F16, tensor.data().to_vec()),
-            DType::BF16 => (Dtype::BF16, tensor.data().to_vec()),
-            DType::I8 => (Dtype::I8, tensor.data().to_vec()),
-            DType::U8 => (Dtype::U8, tensor.data().to_vec()),
-            DType::Quantized(quant @ (QuantType::Q8_0 | QuantType::Q4_0 | QuantType::Q4_1)) => {
-                let (block_bytes, has_min, dtype) = match quant {
-                    QuantType::Q8_0 => (34, false, Dtype::I8),
-                    QuantType::Q4_0 => (18, false, Dtype::U8),
-                    _ => (20, true, Dtype::U8),
-                };
-                let (s, m, quants) = split_blocks(tensor.data(), block_bytes, has_min);
-                if dtype == Dtype::U8 {
-                    let last = shape
-                        .last_mut()
-                        .ok_or_else(|| failed(tensor, "a quantized scalar has no rows"))?;
-                    *last /= 2;
-                }
-                scales.insert(tensor.name.clone(), s);
-                if has_min {
-                    mins.insert(tensor.name.clone(), m);
-                }
-                info.insert(
-                    format!("{DTYPE_KEY_PREFIX}{}", tensor.name),
-                    quant.name().to_owned(),
-                );
-                (dtype, quants)
-            }
-            DType::Quantized(QuantType::Q8Tensor) => {
-                let (params, values) = q8_tensor::split(tensor.data())
-                    .ok_or_else(|| failed(tensor, "the Q8_TENSOR header is missing"))?;
-                let name = &tensor.name;
-                info.insert(format!("{DTYPE_KEY_PREFIX}{name}"), "q8_tensor".to_owned());
-                info.insert(
-                    format!("apr.q8_tensor.{name}.scale"),
-                    params.scale.to_string(),
-                );
-                info.insert(
-                    format!("apr.q8_tensor.{name}.zero_point"),
-                    params.zero_point.to_string(),
-                );
-                (Dtype::I8, values.to_vec())
-            }
-            DType::Quantized(QuantType::Custom) => {
-                return Err(failed(
-                    tensor,
-                    "plugin quantizations have no SafeTensors layout",
-                ));
-            }
-        };
-        stored.push((tensor.name.clone(), Stored { dtype, shape, data }));
-    }
-    let order: Vec<&str> = model.tensors.iter().map(|t| t.name.as_str()).collect();
-    info.insert(
-        ORDER_KEY.to_owned(),
-        serde_json::to_string(&order).unwrap_or_default(),
-    );
-    let weights = safetensors::serialize(stored.iter().map(|(n, s)| (n.as_str(), s)), Some(info))
-        .map_err(Error::SafeTensorsRefused)?;
-    let json = |map: &BTreeMap<String, Vec<f32>>| {
-        (!map.is_empty()).then(|| serde_json::to_string(map).unwrap_or_default())
+    let plan = Plan::new(
+        &entries(model),
+        &ModelCard::default(),
+        &SafeTensorsOptions::default(),
+    )?;
+    let mut exported = Exported {
+        weights: Vec::new(),
+        scales: None,
+        mins: None,
     };
-    Ok(Exported {
-        weights,
-        scales: json(&scales),
-        mins: json(&mins),
-    })
+    let mut tensor = |position: usize| {
+        model
+            .tensors
+            .get(position)
+            .cloned()
+            .ok_or(Error::NoTensorAt {
+                position,
+                count: model.tensors.len(),
+            })
+    };
+    for file in plan.files() {
+        let mut bytes = Vec::new();
+        file.write(&mut bytes, &mut tensor)?;
+        // The sidecars are serde_json's output, hence UTF-8.
+        let text = || String::from_utf8_lossy(&bytes).into_owned();
+        match file.name() {
+            SCALES => exported.scales = Some(text()),
+            MINS => exported.mins = Some(text()),
+            _ => exported.weights = bytes,
+        }
+    }
+    Ok(exported)
 }
 
 /// `InvalidFormat` for bytes the `safetensors` crate refuses, keeping its error.
@@ -358,79 +1047,4 @@ fn rebuild_blocks(
 }
 
 #[cfg(test)]
-mod tests {
-    use proptest::prelude::*;
-
-    use super::*;
-
-    fn model() -> TensorModel {
-        let values: Vec<f32> = (0..128).map(|i| (i as f32 * 0.11).cos()).collect();
-        TensorModel::new(vec![
-            Tensor::from_f32("z.last", vec![2, 32], &values[..64]).unwrap(),
-            Tensor::from_f32("a.first", vec![4, 32], &values).unwrap(),
-            Tensor::new("bytes", DType::U8, vec![3], vec![1, 2, 3]).unwrap(),
-        ])
-        .unwrap()
-    }
-
-    #[test]
-    fn plain_export_round_trips_with_order() {
-        let model = model();
-        let exported = export(&model).unwrap();
-        assert!(exported.scales.is_none());
-        assert_eq!(import(&exported.weights, None, None).unwrap(), model);
-    }
-
-    #[test]
-    fn quantized_export_round_trips_bit_exactly() {
-        for quant in QuantType::ALL
-            .into_iter()
-            .filter(|q| *q != QuantType::Custom)
-        {
-            let model = model().quantize(quant).unwrap();
-            let exported = export(&model).unwrap();
-            let back = import(
-                &exported.weights,
-                exported.scales.as_deref().map(str::as_bytes),
-                exported.mins.as_deref().map(str::as_bytes),
-            )
-            .unwrap();
-            assert_eq!(back.tensors, model.tensors, "{quant:?}");
-        }
-    }
-
-    #[test]
-    fn missing_scales_are_quantization_corrupt() {
-        let exported = export(&model().quantize(QuantType::Q4_1).unwrap()).unwrap();
-        let error = import(
-            &exported.weights,
-            exported.scales.as_deref().map(str::as_bytes),
-            None,
-        )
-        .unwrap_err();
-        assert_eq!(error.signal(), envelope_core::Signal::QuantizationCorrupt);
-    }
-
-    #[test]
-    fn hostile_header_length_is_refused() {
-        let mut bytes = u64::MAX.to_le_bytes().to_vec();
-        bytes.extend_from_slice(b"{}");
-        let error = import(&bytes, None, None).unwrap_err();
-        assert_eq!(error.signal(), envelope_core::Signal::InvalidFormat);
-    }
-
-    proptest! {
-        #[test]
-        fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
-            let _ = import(&bytes, None, None);
-        }
-
-        #[test]
-        fn mutated_files_never_panic(at in 0usize..400, byte in any::<u8>()) {
-            let mut exported = export(&model()).unwrap().weights;
-            let at = at % exported.len();
-            exported[at] = byte;
-            let _ = import(&exported, None, None);
-        }
-    }
-}
+mod tests;

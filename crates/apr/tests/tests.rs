@@ -1154,7 +1154,13 @@ fn fail_non_zero_padding_in_a_trueno_model_is_refused_naming_the_tensor() {
 fn import_refuses_unbounded_or_blocking_sidecars_and_weights() {
     let model = sample_model().quantize(QuantType::Q4_1).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    apr::fs::export_safetensors(dir.path(), &model).unwrap();
+    apr::fs::export_safetensors(
+        dir.path(),
+        &model,
+        &apr::ModelCard::default(),
+        &apr::safetensors::SafeTensorsOptions::default(),
+    )
+    .unwrap();
     let weights = dir.path().join("weights.safetensors");
     let imports_the_model =
         || apr::fs::import_safetensors(&weights).unwrap().tensors == model.tensors;

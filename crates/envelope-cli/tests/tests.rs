@@ -5,6 +5,7 @@ mod alimentar_interop;
 mod alimentar_trueno;
 mod alimentar_trueno_interop;
 mod apr_models;
+mod apr_transformers;
 mod hostile;
 mod piracy;
 mod support;

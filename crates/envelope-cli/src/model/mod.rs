@@ -134,15 +134,36 @@ pub struct QuantizeArgs {
     pub checks: InputChecks,
 }
 
-/// Export target. GGUF is written one tensor at a time (memory bounded by the largest tensor);
-/// SafeTensors export holds the model in memory (the `safetensors` writer takes every tensor at
-/// once).
+/// Export target. Both are written one tensor at a time (memory bounded by the largest tensor).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {
     /// GGUF v3 (llama.cpp, Ollama).
     Gguf,
-    /// A directory with weights.safetensors (+ scales.json, mins.json for quantized tensors).
+    /// A directory: for a model imported from a Hugging Face directory, one transformers loads
+    /// (model.safetensors or shards, config.json, tokenizer files); otherwise weights.safetensors
+    /// (+ scales.json, mins.json for quantized tensors).
     Safetensors,
+}
+
+/// `apr export --dtype`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FloatTypeArg {
+    /// IEEE binary32.
+    F32,
+    /// IEEE binary16.
+    F16,
+    /// bfloat16.
+    Bf16,
+}
+
+impl From<FloatTypeArg> for apr::safetensors::FloatType {
+    fn from(arg: FloatTypeArg) -> Self {
+        match arg {
+            FloatTypeArg::F32 => Self::F32,
+            FloatTypeArg::F16 => Self::F16,
+            FloatTypeArg::Bf16 => Self::BF16,
+        }
+    }
 }
 
 /// `apr export`.
@@ -166,6 +187,25 @@ pub struct ExportArgs {
     /// and a different value is refused.
     #[arg(long, value_name = "NAME")]
     pub architecture: Option<String>,
+    /// SafeTensors: convert every float tensor to this type, dequantizing quantized ones
+    /// (transformers cannot run Q8_0/Q4_x blocks, so a quantized Hugging Face model needs it).
+    #[arg(long, value_enum, value_name = "TYPE")]
+    pub dtype: Option<FloatTypeArg>,
+    /// SafeTensors, for transformers: the most tensor bytes per file (bytes, or a number with
+    /// K, M, G, T: powers of 1024; default transformers' 5 GB, 5 000 000 000 bytes); past it the
+    /// weights are split into model-0000N-of-0000M.safetensors shards with
+    /// model.safetensors.index.json.
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value_t = apr::safetensors::DEFAULT_MAX_SHARD_SIZE,
+        value_parser = crate::parse_size
+    )]
+    pub max_shard_size: u64,
+    /// SafeTensors: write a quantized Hugging Face model as int8 + scales.json (001 §6.2.6,
+    /// which transformers refuses to load and `apr import` reads back) instead of refusing it.
+    #[arg(long, conflicts_with = "dtype")]
+    pub raw_quantized: bool,
     /// What the input must be (signed by a trusted key, of a model type).
     #[command(flatten)]
     pub checks: InputChecks,
@@ -626,6 +666,9 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
             Destination::new(&args.output).existing(output::Existing::replace_if(args.force.force))
         }
     };
+    if args.format == ExportFormat::Gguf && (args.dtype.is_some() || args.raw_quantized) {
+        anyhow::bail!("Usage: --dtype and --raw-quantized apply to --format safetensors");
+    }
     let input = args.checks.open(&args.input)?;
     let count = input.metadata().tensors.len();
     let shown = args.output.display().to_string();
@@ -645,8 +688,33 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("writing {shown}"))?;
         }
         ExportFormat::Safetensors => {
-            apr::fs::export_safetensors(destination, &input.tensors()?)
-                .with_context(|| format!("writing {shown}"))?;
+            let options = apr::safetensors::SafeTensorsOptions {
+                dtype: args.dtype.map(Into::into),
+                max_shard_size: args.max_shard_size,
+                raw_quantized: args.raw_quantized,
+            };
+            let metadata = input.metadata();
+            let bar = cli_support::progress::items(count as u64, "tensors", "exporting");
+            let layout = apr::fs::export_safetensors_with(
+                destination,
+                &metadata.tensors,
+                &metadata.model_card,
+                &options,
+                |i| {
+                    // The spec layout reads block tensors again for the sidecars: the bar
+                    // stops at the tensor count.
+                    if bar.position() < count as u64 {
+                        bar.inc(1);
+                    }
+                    input.tensor_at(i)
+                },
+            );
+            bar.finish_and_clear();
+            let layout = layout.with_context(|| format!("writing {shown}"))?.name();
+            return crate::security::report_written(
+                &format!("{shown}: {count} tensors exported ({layout} layout)"),
+                json!({ "ok": true, "output": shown, "tensors": count, "layout": layout }),
+            );
         }
     }
     let mut report = json!({ "ok": true, "output": shown, "tensors": count });
