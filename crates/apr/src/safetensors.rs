@@ -59,22 +59,10 @@ pub const QUANTIZED_FORMAT: &str = "apr-quantized";
 pub const DEFAULT_MAX_SHARD_SIZE: u64 = 5_000_000_000;
 /// The largest header a reader accepts (the `safetensors` crate's `MAX_HEADER_SIZE`).
 pub const MAX_HEADER_BYTES: usize = 100_000_000;
-/// The files of a Hugging Face model directory written as they were kept (`config.json` is
-/// rewritten with the dtype written). Only these names are written, so a card cannot name a path.
-pub const HF_KEPT_FILES: &[&str] = &[
-    "config.json",
-    "generation_config.json",
-    "tokenizer.json",
-    "tokenizer.model",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "added_tokens.json",
-    "chat_template.jinja",
-];
-/// Single weights file of [`Layout::Transformers`].
-pub const HF_WEIGHTS: &str = "model.safetensors";
+/// Single weights file of [`Layout::Transformers`] (the name `save_pretrained` writes).
+pub const HF_WEIGHTS: &str = crate::hf::SINGLE_WEIGHTS;
 /// Shard index of [`Layout::Transformers`].
-pub const HF_INDEX: &str = "model.safetensors.index.json";
+pub const HF_INDEX: &str = crate::hf::INDEX;
 /// Weights file of [`Layout::Spec`].
 pub const SPEC_WEIGHTS: &str = "weights.safetensors";
 /// Scales sidecar of [`Layout::Spec`].
@@ -87,7 +75,7 @@ pub const MINS: &str = "mins.json";
 #[must_use]
 pub fn is_export_file(name: &str) -> bool {
     [HF_WEIGHTS, HF_INDEX, SPEC_WEIGHTS, SCALES, MINS].contains(&name)
-        || HF_KEPT_FILES.contains(&name)
+        || crate::hf::kept_limit(name).is_some()
         || shard_numbers(name).is_some()
 }
 
@@ -524,7 +512,12 @@ impl Plan {
             "config.json".to_owned(),
             Content::Bytes(config_with_dtype(config, written)?),
         ));
-        for name in HF_KEPT_FILES.iter().filter(|n| **n != "config.json") {
+        // The other kept files as they were kept. Only these names are written, so a card cannot
+        // name a path.
+        for (name, _) in crate::hf::KEPT_FILES
+            .iter()
+            .filter(|(n, _)| *n != crate::hf::CONFIG)
+        {
             if let Some(bytes) = card.source_files.get(name) {
                 files.push(((*name).to_owned(), Content::Bytes(bytes.to_vec())));
             }

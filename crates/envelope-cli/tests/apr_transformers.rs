@@ -10,16 +10,9 @@ use apr::{ModelCard, ModelType, SaveOptions, Tensor, TensorModel};
 
 use crate::support::{APR, Scratch};
 
-/// The `.apr` a Hugging Face import of `dir` makes: the tensors of its `model.safetensors` and
-/// the kept files in the card. (Built with the library: `apr import DIR` does the same.)
-fn apr_from_hf_dir(dir: &Path, out: &str) {
-    let model = apr::fs::import_safetensors(dir.join("model.safetensors")).unwrap();
-    save_with_kept_files(&model, dir, out);
-}
-
 fn save_with_kept_files(model: &TensorModel, dir: &Path, out: &str) {
     let mut card = ModelCard::default();
-    for name in apr::safetensors::HF_KEPT_FILES {
+    for (name, _) in apr::hf::KEPT_FILES {
         if let Ok(bytes) = std::fs::read(dir.join(name)) {
             card.source_files.0.insert((*name).to_owned(), bytes);
         }
@@ -254,7 +247,7 @@ fn transformers_loads_every_export_with_the_original_logits() {
     let original = ws.path("original");
     transformers(&["make".as_ref(), original.as_ref()]);
     let input = ws.path("llama.apr");
-    apr_from_hf_dir(Path::new(&original), &input);
+    ws.wrote(APR, ["import", original.as_str(), "-o", input.as_str()]);
     let export = |name: &str, extra: &[&str]| {
         let out = ws.path(name);
         let mut args = vec!["export", &input, "--format", "safetensors", "-o", &out];

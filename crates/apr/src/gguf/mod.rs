@@ -454,7 +454,9 @@ fn card_keys(kv: &mut Metadata, card: &ModelCard) {
     }
 }
 
-/// Writes `model` as a GGUF v3 file to `out`.
+/// Writes `model` as a GGUF v3 file to `out`; returns the number of tensors written (a Hugging
+/// Face model's may differ from the model's: `rotary_emb.inv_freq` is dropped, `rope_freqs`
+/// added).
 ///
 /// # Errors
 /// `ExportFailed` naming the first tensor that breaks a GGUF/ggml rule; `GgufAlignment` for a bad
@@ -466,7 +468,7 @@ pub fn write(
     card: &ModelCard,
     options: &GgufOptions,
     out: impl Write,
-) -> Result<()> {
+) -> Result<usize> {
     model.check_unique_names()?;
     let entries = crate::codec::tensor_metadata(model, card).tensors;
     write_lazy(&entries, model_type, card, options, out, |i| {
@@ -483,7 +485,8 @@ pub fn write(
 /// data).
 ///
 /// When `card.source_files` holds a Hugging Face `config.json`, the file is written as llama.cpp's
-/// converter writes that model ([`arch`], [`vocab`]); otherwise generically.
+/// converter writes that model ([`arch`], [`vocab`]); otherwise generically. Returns the number
+/// of tensors written.
 ///
 /// # Errors
 /// As [`write()`]; `FetchedTensorDiffers` if a fetched tensor differs from its entry.
@@ -494,7 +497,7 @@ pub fn write_lazy(
     options: &GgufOptions,
     out: impl Write,
     mut tensor: impl FnMut(usize) -> Result<Tensor>,
-) -> Result<()> {
+) -> Result<usize> {
     if !options.alignment.is_power_of_two() || options.alignment < 8 {
         return Err(Error::GgufAlignment {
             alignment: options.alignment,
@@ -583,7 +586,7 @@ pub fn write_lazy(
         w.pad_to(alignment)?;
     }
     w.out.flush()?;
-    Ok(())
+    Ok(planned.len())
 }
 
 /// `data` (of `dtype`) with `transform` applied; `dims` are the GGUF dimensions (innermost first).

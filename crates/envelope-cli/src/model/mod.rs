@@ -670,53 +670,30 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
         anyhow::bail!("Usage: --dtype and --raw-quantized apply to --format safetensors");
     }
     let input = args.checks.open(&args.input)?;
-    let count = input.metadata().tensors.len();
-    let shown = args.output.display().to_string();
-    // A Hugging Face model (config.json kept by `apr import DIR`) is written as llama.cpp's
-    // converter writes it; its architecture comes from config.json.
-    let mut hf_architecture = None;
     match args.format {
-        ExportFormat::Gguf => {
-            let options = apr::gguf::GgufOptions {
-                architecture: args.architecture.clone(),
-                ..apr::gguf::GgufOptions::default()
-            };
-            hf_architecture =
-                apr::gguf::arch::architecture_of(&input.metadata().model_card.source_files)?
-                    .map(apr::gguf::arch::Arch::name);
-            apr::fs::export_gguf_from(destination, &input, &options)
-                .with_context(|| format!("writing {shown}"))?;
-        }
-        ExportFormat::Safetensors => {
-            let options = apr::safetensors::SafeTensorsOptions {
-                dtype: args.dtype.map(Into::into),
-                max_shard_size: args.max_shard_size,
-                raw_quantized: args.raw_quantized,
-            };
-            let metadata = input.metadata();
-            let bar = cli_support::progress::items(count as u64, "tensors", "exporting");
-            let layout = apr::fs::export_safetensors_with(
-                destination,
-                &metadata.tensors,
-                &metadata.model_card,
-                &options,
-                |i| {
-                    // The spec layout reads block tensors again for the sidecars: the bar
-                    // stops at the tensor count.
-                    if bar.position() < count as u64 {
-                        bar.inc(1);
-                    }
-                    input.tensor_at(i)
-                },
-            );
-            bar.finish_and_clear();
-            let layout = layout.with_context(|| format!("writing {shown}"))?.name();
-            return crate::security::report_written(
-                &format!("{shown}: {count} tensors exported ({layout} layout)"),
-                json!({ "ok": true, "output": shown, "tensors": count, "layout": layout }),
-            );
-        }
+        ExportFormat::Gguf => export_gguf(args, destination, &input),
+        ExportFormat::Safetensors => export_safetensors(args, destination, &input),
     }
+}
+
+/// `apr export --format gguf`. A Hugging Face model (config.json kept by `apr import DIR`) is
+/// written as llama.cpp's converter writes it, its architecture taken from config.json; a serde
+/// regression as its coefficient tensors.
+fn export_gguf(
+    args: &ExportArgs,
+    destination: Destination,
+    input: &AprFile<MappedFile>,
+) -> anyhow::Result<()> {
+    let shown = args.output.display().to_string();
+    let options = apr::gguf::GgufOptions {
+        architecture: args.architecture.clone(),
+        ..apr::gguf::GgufOptions::default()
+    };
+    let hf_architecture =
+        apr::gguf::arch::architecture_of(&input.metadata().model_card.source_files)?
+            .map(apr::gguf::arch::Arch::name);
+    let count = apr::fs::export_gguf_from(destination, input, &options)
+        .with_context(|| format!("writing {shown}"))?;
     let mut report = json!({ "ok": true, "output": shown, "tensors": count });
     let mut line = format!("{shown}: {count} tensors exported");
     if let Some(architecture) = hf_architecture {
@@ -724,6 +701,43 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
         line.push_str(&format!(" (llama.cpp architecture {architecture})"));
     }
     crate::security::report_written(&line, report)
+}
+
+/// `apr export --format safetensors`, with a progress bar over the tensors.
+fn export_safetensors(
+    args: &ExportArgs,
+    destination: Destination,
+    input: &AprFile<MappedFile>,
+) -> anyhow::Result<()> {
+    let shown = args.output.display().to_string();
+    let count = input.metadata().tensors.len();
+    let options = apr::safetensors::SafeTensorsOptions {
+        dtype: args.dtype.map(Into::into),
+        max_shard_size: args.max_shard_size,
+        raw_quantized: args.raw_quantized,
+    };
+    let metadata = input.metadata();
+    let bar = cli_support::progress::items(count as u64, "tensors", "exporting");
+    let layout = apr::fs::export_safetensors_with(
+        destination,
+        &metadata.tensors,
+        &metadata.model_card,
+        &options,
+        |i| {
+            // The spec layout reads block tensors again for the sidecars: the bar stops at the
+            // tensor count.
+            if bar.position() < count as u64 {
+                bar.inc(1);
+            }
+            input.tensor_at(i)
+        },
+    );
+    bar.finish_and_clear();
+    let layout = layout.with_context(|| format!("writing {shown}"))?.name();
+    crate::security::report_written(
+        &format!("{shown}: {count} tensors exported ({layout} layout)"),
+        json!({ "ok": true, "output": shown, "tensors": count, "layout": layout }),
+    )
 }
 
 /// `apr inspect`: the shared envelope report, then the model's card, tensors and (with
