@@ -143,6 +143,13 @@ step "apr: export to GGUF v3 and to SafeTensors"
 "$bin/apr" export "$out/mlp-q8.apr" --format safetensors -o "$out/mlp-q8-safetensors"
 ls -l "$out/mlp-q8.gguf" "$out/mlp-q8-safetensors"
 
+step "apr: a Hugging Face checkpoint (two shards, SentencePiece tokenizer) in; a GGUF llama.cpp runs and a directory transformers loads out"
+"$bin/apr" import samples/tiny-llama -o "$out/llama.apr"
+"$bin/apr" quantize "$out/llama.apr" --type q8_0 -o "$out/llama-q8.apr"
+"$bin/apr" export "$out/llama-q8.apr" --format gguf -o "$out/llama-q8.gguf"
+"$bin/apr" export "$out/llama-q8.apr" --format safetensors --dtype f16 -o "$out/llama-hf"
+ls "$out/llama-hf"
+
 step "apr: the zero-copy deployment form (64-byte aligned tensors; inspect reads only the index)"
 "$bin/apr" convert "$out/mlp.apr" "$out/mlp-aligned.apr" --trueno-native --backend avx2
 "$bin/apr" inspect "$out/mlp-aligned.apr"
