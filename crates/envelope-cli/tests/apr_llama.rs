@@ -76,7 +76,10 @@ fn numbers(value: &Value) -> Vec<f64> {
 fn max_abs_diff(a: &Value, b: &Value) -> f64 {
     let (a, b) = (numbers(a), numbers(b));
     assert_eq!(a.len(), b.len(), "logit counts");
-    a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
+    a.iter()
+        .zip(&b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
 }
 
 /// llama.cpp's converter on `dir`, writing `out` as `outtype`.
@@ -111,16 +114,16 @@ fn assert_same_model(name: &str, what: &str, ours: &str, theirs: &str, prompt: &
         diff <= SAME_MODEL,
         "{name} {what}: logits differ by up to {diff}"
     );
-    assert_eq!(a["generated"], b["generated"], "{name} {what}: greedy tokens");
+    assert_eq!(
+        a["generated"], b["generated"],
+        "{name} {what}: greedy tokens"
+    );
 }
 
 fn end_to_end(name: &str) {
     let ws = Scratch::new();
     let dir = ws.path("hf");
-    let model = python_json(
-        "llama/make_model.py",
-        &[OsStr::new(name), OsStr::new(&dir)],
-    );
+    let model = python_json("llama/make_model.py", &[OsStr::new(name), OsStr::new(&dir)]);
     let prompt = model["prompt"].as_str().unwrap();
     let dtype = model["dtype"].as_str().unwrap();
 
@@ -152,7 +155,13 @@ fn end_to_end(name: &str) {
     ws.wrote(APR, "quantize m.apr --type q8_0 -o q.apr");
     ws.wrote(APR, "export q.apr --format gguf -o ours-q8_0.gguf");
 
-    assert_same_model(name, dtype, &ws.path("ours-full.gguf"), &theirs_full, prompt);
+    assert_same_model(
+        name,
+        dtype,
+        &ws.path("ours-full.gguf"),
+        &theirs_full,
+        prompt,
+    );
     assert_same_model(name, "q8_0", &ws.path("ours-q8_0.gguf"), &theirs_q8, prompt);
 }
 
