@@ -6,8 +6,9 @@ Usage: gguf_diff.py LLAMA_CPP_DIR A.gguf B.gguf. Prints one JSON object:
 tensor or key: a tensor in one file only, or of another type, shape or bytes; a metadata key in
 one file only, or of another type or value. Compared: every tensor (by name, whatever the order),
 and every metadata key but the `general.*` ones that name and describe the file (name, basename,
-size label, ...): `general.architecture`, `general.type`, `general.file_type` and
-`general.quantization_version` are compared, as are all the architecture's and tokenizer's keys.
+size label, ...) and apr's own `apr.*` (the model card apr writes, which llama.cpp never reads):
+`general.architecture`, `general.type`, `general.file_type` and `general.quantization_version`
+are compared, as are all the architecture's and tokenizer's keys.
 """
 
 import json
@@ -49,7 +50,7 @@ def main() -> None:
         return {
             name: field
             for name, field in reader.fields.items()
-            if not name.startswith("GGUF.")
+            if not name.startswith(("GGUF.", "apr."))
             and (not name.startswith("general.") or name in COMPARED_GENERAL)
         }
 
