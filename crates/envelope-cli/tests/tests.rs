@@ -4,6 +4,7 @@ mod alimentar_dataset;
 mod alimentar_interop;
 mod alimentar_trueno;
 mod alimentar_trueno_interop;
+mod apr_llama;
 mod apr_models;
 mod apr_transformers;
 mod hostile;
