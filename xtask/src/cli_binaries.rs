@@ -71,8 +71,8 @@ pub(crate) const PASSWORD: &str = "correct horse battery staple";
 
 impl Scratch {
     /// A new scratch directory with `data.csv`, `model.safetensors`, `numeric.csv`, `sales.csv`,
-    /// `me.pw`, the
-    /// `samples/dataset` tree as `dataset/`, and `splits.json`, `transforms.json`.
+    /// `me.pw`, the `samples/dataset` tree as `dataset/`, the Hugging Face checkpoint
+    /// `samples/tiny-llama` as `tiny-llama/`, and `splits.json`, `transforms.json`.
     pub(crate) fn new() -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let samples = project_root().join("samples");
@@ -87,6 +87,7 @@ impl Scratch {
         copy("splits.json", "splits.json");
         copy("transforms.json", "transforms.json");
         copy_tree(&samples.join("dataset"), &dir.path().join("dataset"));
+        copy_tree(&samples.join("tiny-llama"), &dir.path().join("tiny-llama"));
         std::fs::write(dir.path().join("me.pw"), format!("{PASSWORD}\n")).expect("me.pw");
         Self { dir }
     }
