@@ -385,7 +385,7 @@ impl Plan {
             .iter()
             .find(|s| matches!(s.form, Form::Blocks(_) | Form::Q8Tensor));
         let order = entries.iter().map(|e| e.name.clone()).collect();
-        match (card.source_files.get("config.json"), quantized) {
+        match (card.source_files.get(crate::hf::CONFIG), quantized) {
             (Some(_), Some(_)) if options.raw_quantized => Ok(Self::spec(slots, order)),
             (Some(_), Some(slot)) => Err(failed(&slot.entry.name, QUANTIZED_FOR_TRANSFORMERS)),
             (Some(config), None) => {
@@ -509,7 +509,7 @@ impl Plan {
             files.push((HF_INDEX.to_owned(), Content::Bytes(pretty_json(&index)?)));
         }
         files.push((
-            "config.json".to_owned(),
+            crate::hf::CONFIG.to_owned(),
             Content::Bytes(config_with_dtype(config, written)?),
         ));
         // The other kept files as they were kept. Only these names are written, so a card cannot

@@ -25,7 +25,7 @@ use super::{
 type Map = serde_json::Map<String, serde_json::Value>;
 type Json = serde_json::Value;
 
-const CONFIG: &str = "config.json";
+use crate::hf::CONFIG;
 
 /// A GGUF architecture this exporter writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -505,7 +505,7 @@ pub fn write_lazy(
     }
     crate::error::check_unique(entries.iter().map(|e| e.name.as_str()))?;
     let alignment = u64::from(options.alignment);
-    let (planned, kv) = if card.source_files.get("config.json").is_some() {
+    let (planned, kv) = if card.source_files.get(crate::hf::CONFIG).is_some() {
         let export = arch::HfExport::new(&card.source_files, options)?;
         let planned = export.plan(entries)?;
         let kv = export.metadata(card, options, &planned)?;
@@ -697,54 +697,5 @@ mod tests {
             assert!(error.to_string().contains(&format!("{name:?}")), "{error}");
             assert!(error.to_string().contains("ExportFailed"), "{error}");
         }
-    }
-
-    /// Exports the Hugging Face directory `$GGUF_HF_DIR` (its `*.safetensors` and kept files) to
-    /// `$GGUF_HF_OUT.f32.gguf` and, quantized with `apr quantize`'s policy, `.q8_0.gguf`: the files
-    /// compared with llama.cpp's converter by hand (`docs/apr.md` §6.1).
-    #[test]
-    #[ignore = "needs $GGUF_HF_DIR and $GGUF_HF_OUT"]
-    #[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
-    fn export_a_hugging_face_directory() {
-        let (Ok(dir), Ok(out)) = (std::env::var("GGUF_HF_DIR"), std::env::var("GGUF_HF_OUT"))
-        else {
-            return;
-        };
-        let dir = std::path::Path::new(&dir);
-        let mut shards: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "safetensors"))
-            .collect();
-        shards.sort();
-        let mut tensors = Vec::new();
-        for shard in shards {
-            tensors.extend(crate::fs::import_safetensors(&shard).unwrap().tensors);
-        }
-        let model = TensorModel::new(tensors).unwrap();
-        let mut card = ModelCard {
-            name: dir.file_name().unwrap().to_string_lossy().into_owned(),
-            ..ModelCard::default()
-        };
-        for name in [
-            "config.json",
-            "generation_config.json",
-            "tokenizer.json",
-            "tokenizer.model",
-            "tokenizer_config.json",
-            "special_tokens_map.json",
-            "added_tokens.json",
-            "chat_template.jinja",
-        ] {
-            if let Ok(bytes) = std::fs::read(dir.join(name)) {
-                card.source_files.0.insert(name.to_owned(), bytes);
-            }
-        }
-        let options = GgufOptions::default();
-        let bytes = to_bytes(&model, ModelType::NeuralCustom, &card, &options).unwrap();
-        std::fs::write(format!("{out}.f32.gguf"), bytes).unwrap();
-        let q = model.quantize(QuantType::Q8_0).unwrap();
-        let bytes = to_bytes(&q, ModelType::NeuralCustom, &card, &options).unwrap();
-        std::fs::write(format!("{out}.q8_0.gguf"), bytes).unwrap();
     }
 }

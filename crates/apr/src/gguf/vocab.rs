@@ -24,6 +24,7 @@ use serde::Deserialize;
 
 use crate::card::SourceFiles;
 use crate::error::{DecodeError, Error, Result};
+use crate::hf::CONFIG;
 
 use super::Metadata;
 use super::Value;
@@ -121,21 +122,21 @@ fn looks_special(token: &str) -> bool {
 pub(crate) fn metadata(files: &SourceFiles, arch: Arch, vocab_size: u32) -> Result<Metadata> {
     if vocab_size == 0 || vocab_size > MAX_VOCAB {
         return Err(refuse(
-            "config.json",
+            CONFIG,
             format!("vocab_size = {vocab_size}"),
             "is not between 1 and 2^21",
         ));
     }
     if arch == Arch::Llama && vocab_size == 32016 {
         return Err(refuse(
-            "config.json",
+            CONFIG,
             "vocab_size = 32016",
             "is CodeLlama's infill vocabulary, whose prefix/suffix/middle tokens are not exported",
         ));
     }
     let n_vocab = usize::try_from(vocab_size).unwrap_or(usize::MAX);
-    let config = match files.get("config.json") {
-        Some(bytes) => json_object("config.json", bytes)?,
+    let config = match files.get(CONFIG) {
+        Some(bytes) => json_object(CONFIG, bytes)?,
         None => Map::new(),
     };
     let tokenizer_config = files
@@ -535,13 +536,7 @@ impl SpecialVocab {
         let id = n
             .as_u64()
             .and_then(|v| u32::try_from(v).ok())
-            .ok_or_else(|| {
-                refuse(
-                    "config.json",
-                    format!("{typ}_token_id = {n}"),
-                    "is not a token id",
-                )
-            })?;
+            .ok_or_else(|| refuse(CONFIG, format!("{typ}_token_id = {n}"), "is not a token id"))?;
         if self.n_vocab.is_some_and(|n| id as usize >= n) {
             return Ok(());
         }
