@@ -12,9 +12,11 @@ The models (each exercises what a published one of its family has):
   saved SHARDED (model-0000N-of-0000M.safetensors + index), f32.
 - llama-bpe: LlamaForCausalLM with a byte-level BPE tokenizer built with `tokenizers` the way
   Llama 3's is (its Split regex + ByteLevel, ignore_merges, the special tokens appended after
-  the vocabulary, BOS added by the post-processor) and a Llama 3 chat template; GQA; f32.
-- mistral: MistralForCausalLM, GQA (2 key/value heads for 4 heads), the SentencePiece
-  tokenizer; saved in bf16 as Mistral's checkpoints are.
+  the vocabulary, BOS added by the post-processor) and a Llama 3 chat template; GQA; Llama 3.1's
+  `llama3` RoPE scaling (the converter writes it as a rope_freqs tensor); f32.
+- mistral: MistralForCausalLM, GQA (2 key/value heads for 4 heads), an explicit head_dim (32)
+  that is not hidden_size / heads (16), as Mistral Nemo's; the SentencePiece tokenizer; saved in
+  bf16 as Mistral's checkpoints are.
 - qwen2: Qwen2ForCausalLM: q/k/v biases, tied embeddings (no lm_head in the checkpoint), the
   Qwen2 pre-tokenizer (NFC, single digits), ChatML special tokens and template, and a
   vocab_size padded past the tokenizer (as Qwen2's is), f32.
@@ -199,7 +201,7 @@ def make(name: str, out: Path) -> dict:
             config = transformers.MistralConfig(
                 vocab_size=vocab, hidden_size=64, intermediate_size=192, num_attention_heads=4,
                 num_key_value_heads=2, sliding_window=None, bos_token_id=1, eos_token_id=2,
-                rope_theta=1000000.0, **common)
+                rope_theta=1000000.0, head_dim=32, **common)  # head_dim != hidden / heads (16)
             cls = transformers.MistralForCausalLM
             dtype = "bf16"
     elif name == "llama-bpe":
@@ -214,7 +216,12 @@ def make(name: str, out: Path) -> dict:
         config = transformers.LlamaConfig(
             vocab_size=len(fast), hidden_size=128, intermediate_size=256, num_attention_heads=4,
             num_key_value_heads=2, bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
-            rope_theta=500000.0, **common)
+            rope_theta=500000.0, rope_scaling={
+                # Llama 3.1's scaling (the converter's rope_freqs tensor), scaled down to this
+                # model's 256 positions.
+                "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0, "original_max_position_embeddings": 64},
+            **common)
         cls = transformers.LlamaForCausalLM
     elif name == "qwen2":
         specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
