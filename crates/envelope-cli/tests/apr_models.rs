@@ -766,3 +766,54 @@ fn import_a_sharded_hugging_face_directory_keeps_its_tokenizer_and_reports_it() 
     );
     assert!(!Path::new(&refused).exists());
 }
+
+/// 003 §7.1 through the CLI: a serde linear regression exports to GGUF as its two coefficient
+/// tensors; a serde model of another type is refused with ExportFailed (exit 1) and nothing is
+/// written.
+#[test]
+fn serde_regressions_export_to_gguf_and_other_serde_models_are_refused() {
+    #[derive(serde::Serialize)]
+    struct Logistic {
+        coefficients: Vec<Vec<f32>>,
+        intercepts: Vec<f32>,
+    }
+    let ws = Ws::new();
+    let model = Logistic {
+        coefficients: vec![vec![0.5, -1.0], vec![2.0, 0.25], vec![-0.75, 1.5]],
+        intercepts: vec![0.1, 0.2, 0.3],
+    };
+    let options = SaveOptions {
+        card: ModelCard::default(),
+        compression: envelope_core::Compression::None,
+    };
+    for (model_type, name) in [
+        (ModelType::LogisticRegression, "logistic"),
+        (ModelType::Knn, "knn"),
+    ] {
+        let input = ws.path(&format!("{name}.apr"));
+        std::fs::write(
+            &input,
+            apr::save_to_bytes(&model, model_type, &options).unwrap(),
+        )
+        .unwrap();
+        let out = ws.path(&format!("{name}.gguf"));
+        let output = run(&["export", &input, "--format", "gguf", "-o", &out, "--json"]);
+        if model_type == ModelType::LogisticRegression {
+            assert_ok(&output);
+            let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+            assert_eq!(report["tensors"], 2);
+            let bytes = std::fs::read(&out).unwrap();
+            assert_eq!(&bytes[..4], b"GGUF");
+            let text = String::from_utf8_lossy(&bytes);
+            assert!(text.contains("logistic_regression") && text.contains("coefficients"));
+        } else {
+            assert_fails_with(&output, "Usage: ");
+            assert!(
+                stderr(&output).contains("ExportFailed"),
+                "{}",
+                stderr(&output)
+            );
+            assert!(!Path::new(&out).exists());
+        }
+    }
+}

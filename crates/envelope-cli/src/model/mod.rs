@@ -137,7 +137,8 @@ pub struct QuantizeArgs {
 /// Export target. Both are written one tensor at a time (memory bounded by the largest tensor).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {
-    /// GGUF v3 (llama.cpp, Ollama).
+    /// GGUF v3 (llama.cpp, Ollama); a model imported from a Hugging Face directory (Llama,
+    /// Mistral, Qwen2) as llama.cpp's converter writes it: hparams, tensor names, tokenizer.
     Gguf,
     /// A directory: for a model imported from a Hugging Face directory, one transformers loads
     /// (model.safetensors or shards, config.json, tokenizer files); otherwise weights.safetensors
@@ -169,7 +170,8 @@ impl From<FloatTypeArg> for apr::safetensors::FloatType {
 /// `apr export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// The .apr model (named tensors, unencrypted).
+    /// The .apr model (unencrypted): named tensors, or for GGUF also a serde linear or logistic
+    /// regression (written as its `coefficients` and `intercept` tensors, 003 §7.1).
     pub input: PathBuf,
     /// Target format.
     #[arg(long, value_enum)]
