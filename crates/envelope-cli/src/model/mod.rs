@@ -782,10 +782,24 @@ fn print_summary(summary: &apr::ModelSummary, quantization: bool) -> std::io::Re
     )?;
     let card = &summary.model_card;
     if !card.name.is_empty() {
+        let version = if card.version.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", card.version)
+        };
+        say!("  name         {}{}", Safe(&card.name), Safe(&version))?;
+    }
+    if let Some(config) = card.source_files.get(apr::hf::CONFIG) {
+        // A Hugging Face import: its model class and the files export writes back.
+        let class = apr::hf::HfConfig::parse(config).map_or_else(
+            |_| "unreadable config.json".to_owned(),
+            |c| c.architecture().to_owned(),
+        );
+        let files: Vec<&str> = card.source_files.0.keys().map(String::as_str).collect();
         say!(
-            "  name         {} {}",
-            Safe(&card.name),
-            Safe(&card.version)
+            "  source       {} ({})",
+            Safe(&class),
+            Safe(&files.join(", "))
         )?;
     }
     say!("  tensors      {}", summary.tensors.len())?;
