@@ -26,7 +26,7 @@ use crate::tensor::Tensor;
 use crate::{gguf, safetensors};
 
 mod hf;
-pub use hf::{HfImportProgress, HfImportReport, import_hf_dir};
+pub use hf::{HfImportProgress, HfImportReport, import_hf_dir, model_name};
 
 /// Opens a model file: mapped, the envelope's prefix (and, for files that are not STREAMING, the
 /// whole-file CRC32) verified, the metadata decoded. Tensor chunks are verified as they are read.
@@ -120,7 +120,7 @@ pub fn save_tensors(
     writer.finish(model_type, &options.card, model.quantization.clone())
 }
 
-/// Writes a GGUF file atomically; returns the number of tensors written.
+/// Writes a GGUF file atomically; returns what was written.
 ///
 /// # Errors
 /// As [`gguf::write`], plus `Io`.
@@ -130,7 +130,7 @@ pub fn export_gguf(
     model_type: ModelType,
     card: &ModelCard,
     options: &gguf::GgufOptions,
-) -> Result<usize> {
+) -> Result<gguf::Written> {
     output_file::write(destination, |out| {
         gguf::write(model, model_type, card, options, out)
     })
@@ -139,7 +139,7 @@ pub fn export_gguf(
 /// Exports an unencrypted model file to GGUF one tensor at a time ([`gguf::write_lazy`]): memory
 /// holds one tensor, whatever the model's size. The file is written atomically. A serde linear or
 /// logistic regression is written as its `coefficients` and `intercept` tensors
-/// ([`crate::regression`], 003 §7.1). Returns the number of tensors written.
+/// ([`crate::regression`], 003 §7.1). Returns what was written.
 ///
 /// # Errors
 /// As [`gguf::write_lazy`] and [`AprFile::tensor_at`], plus `Io`; `ExportFailed` for a serde
@@ -148,7 +148,7 @@ pub fn export_gguf_from<B: AsRef<[u8]>>(
     destination: impl Into<Destination>,
     file: &AprFile<B>,
     options: &gguf::GgufOptions,
-) -> Result<usize> {
+) -> Result<gguf::Written> {
     let model_type = ModelType::from_id(file.model_type_id()).unwrap_or(ModelType::Custom);
     let metadata = file.metadata();
     if metadata.payload == PayloadKind::Serde {

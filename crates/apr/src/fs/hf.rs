@@ -65,7 +65,9 @@ pub struct HfImportReport {
 /// - every tensor is F32, F16 or BF16 and is written as stored, under its Hugging Face name, in
 ///   shard order (sorted by file name) then the order of the data in each shard;
 /// - the files of [`crate::hf::KEPT_FILES`] present in `dir` are kept verbatim in the card's
-///   `source_files` (replacing any the given card has), each within its size bound.
+///   `source_files` (replacing any the given card has), each within its size bound;
+/// - a card without a name is named by the directory ([`model_name`]), as llama.cpp's converter
+///   names a model (GGUF's `general.name`).
 ///
 /// Files are opened without blocking and must be regular files; a symbolic link is followed only
 /// to a file inside `dir`, or, for a Hugging Face cache snapshot (`.../snapshots/<revision>`),
@@ -84,6 +86,9 @@ pub fn import_hf_dir(
     progress: &mut dyn FnMut(HfImportProgress),
 ) -> Result<HfImportReport> {
     let model_dir = ModelDir::new(dir)?;
+    if card.name.is_empty() {
+        card.name = model_name(dir).unwrap_or_default();
+    }
     let kept = model_dir.kept_files()?;
     let config = HfConfig::parse(kept.get(CONFIG).ok_or_else(|| HfError::NoConfig {
         dir: dir.to_owned(),
@@ -152,6 +157,22 @@ pub fn import_hf_dir(
         source_files,
         bytes,
     })
+}
+
+/// The name of the model in `dir`: its directory name, or for a Hugging Face cache snapshot
+/// (`models--ORG--NAME/snapshots/REVISION`) `ORG/NAME`.
+#[must_use]
+pub fn model_name(dir: &Path) -> Option<String> {
+    let dir = std::fs::canonicalize(dir).ok()?;
+    let last = dir.file_name()?.to_str()?;
+    let parent = dir.parent()?;
+    if parent.file_name().and_then(|n| n.to_str()) == Some("snapshots") {
+        let repo = parent.parent()?.file_name()?.to_str()?;
+        if let Some(id) = repo.strip_prefix("models--") {
+            return Some(id.replace("--", "/"));
+        }
+    }
+    Some(last.to_owned())
 }
 
 /// One tensor of a shard's header: where its data is (relative to the data section).
@@ -369,5 +390,26 @@ impl ModelDir {
             }
             .into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_is_named_by_its_directory_or_its_hugging_face_cache_repository() {
+        let root = tempfile::tempdir().unwrap();
+        let plain = root.path().join("TinyLlama-1.1B");
+        let snapshot = root
+            .path()
+            .join("models--meta-llama--Llama-3.2-1B/snapshots/4e20de3");
+        std::fs::create_dir_all(&plain).unwrap();
+        std::fs::create_dir_all(&snapshot).unwrap();
+        assert_eq!(model_name(&plain).as_deref(), Some("TinyLlama-1.1B"));
+        assert_eq!(
+            model_name(&snapshot).as_deref(),
+            Some("meta-llama/Llama-3.2-1B")
+        );
     }
 }

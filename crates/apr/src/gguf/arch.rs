@@ -55,19 +55,6 @@ pub const ARCHITECTURES: &[(&str, Arch)] = &[
     ("Qwen2ForCausalLM", Arch::Qwen2),
 ];
 
-/// The architecture `config.json` names (its `architectures[0]`), if it is one this exporter maps.
-///
-/// # Errors
-/// `ExportSourceMalformed` if `config.json` is not a JSON object; `ExportSource` naming the
-/// architecture if it is missing or not mapped.
-pub fn architecture_of(files: &SourceFiles) -> Result<Option<Arch>> {
-    let Some(bytes) = files.get(CONFIG) else {
-        return Ok(None);
-    };
-    let config = json_object(CONFIG, bytes)?;
-    hf_architecture(&config).map(|(_, arch)| Some(arch))
-}
-
 fn hf_architecture(config: &Map) -> Result<(String, Arch)> {
     let name = config
         .get("architectures")

@@ -454,9 +454,7 @@ fn card_keys(kv: &mut Metadata, card: &ModelCard) {
     }
 }
 
-/// Writes `model` as a GGUF v3 file to `out`; returns the number of tensors written (a Hugging
-/// Face model's may differ from the model's: `rotary_emb.inv_freq` is dropped, `rope_freqs`
-/// added).
+/// Writes `model` as a GGUF v3 file to `out`; returns what was written ([`Written`]).
 ///
 /// # Errors
 /// `ExportFailed` naming the first tensor that breaks a GGUF/ggml rule; `GgufAlignment` for a bad
@@ -468,7 +466,7 @@ pub fn write(
     card: &ModelCard,
     options: &GgufOptions,
     out: impl Write,
-) -> Result<usize> {
+) -> Result<Written> {
     model.check_unique_names()?;
     let entries = crate::codec::tensor_metadata(model, card).tensors;
     write_lazy(&entries, model_type, card, options, out, |i| {
@@ -485,8 +483,8 @@ pub fn write(
 /// data).
 ///
 /// When `card.source_files` holds a Hugging Face `config.json`, the file is written as llama.cpp's
-/// converter writes that model ([`arch`], [`vocab`]); otherwise generically. Returns the number
-/// of tensors written.
+/// converter writes that model ([`arch`], [`vocab`]); otherwise generically. Returns what was
+/// written ([`Written`]).
 ///
 /// # Errors
 /// As [`write()`]; `FetchedTensorDiffers` if a fetched tensor differs from its entry.
@@ -497,7 +495,7 @@ pub fn write_lazy(
     options: &GgufOptions,
     out: impl Write,
     mut tensor: impl FnMut(usize) -> Result<Tensor>,
-) -> Result<usize> {
+) -> Result<Written> {
     if !options.alignment.is_power_of_two() || options.alignment < 8 {
         return Err(Error::GgufAlignment {
             alignment: options.alignment,
@@ -586,7 +584,24 @@ pub fn write_lazy(
         w.pad_to(alignment)?;
     }
     w.out.flush()?;
-    Ok(planned.len())
+    let architecture = match kv.0.iter().find(|(k, _)| k == "general.architecture") {
+        Some((_, Value::Str(name))) => name.clone(),
+        _ => String::new(),
+    };
+    Ok(Written {
+        tensors: planned.len(),
+        architecture,
+    })
+}
+
+/// What a GGUF export wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// Tensors written (a Hugging Face model's may differ from the model's: `rotary_emb.inv_freq`
+    /// is dropped, `rope_freqs` added).
+    pub tensors: usize,
+    /// `general.architecture` (`llama`, `qwen2`, or the generic export's name).
+    pub architecture: String,
 }
 
 /// `data` (of `dtype`) with `transform` applied; `dims` are the GGUF dimensions (innermost first).

@@ -400,34 +400,14 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
     )
 }
 
-/// The name of the model in `dir`: its directory name, or for a Hugging Face cache snapshot
-/// (`models--ORG--NAME/snapshots/REVISION`) `ORG/NAME`.
-fn model_name(dir: &Path) -> Option<String> {
-    let dir = std::fs::canonicalize(dir).ok()?;
-    let last = dir.file_name()?.to_str()?;
-    let parent = dir.parent()?;
-    if parent.file_name().and_then(|n| n.to_str()) == Some("snapshots") {
-        let repo = parent.parent()?.file_name()?.to_str()?;
-        if let Some(id) = repo.strip_prefix("models--") {
-            return Some(id.replace("--", "/"));
-        }
-    }
-    Some(last.to_owned())
-}
-
 /// `apr import DIR`: a Hugging Face model directory, streamed one tensor at a time, with a
 /// progress bar over the shards' bytes on stderr.
 fn import_dir(
     args: &ImportArgs,
     destination: Destination,
     model_type: ModelType,
-    mut card: ModelCard,
+    card: ModelCard,
 ) -> anyhow::Result<()> {
-    if card.name.is_empty() {
-        // GGUF's general.name and the card's name: the model's name as its directory says it,
-        // as llama.cpp's converter does.
-        card.name = model_name(&args.input).unwrap_or_default();
-    }
     let shown = destination.path().display().to_string();
     let mut bar: Option<indicatif::ProgressBar> = None;
     let report = apr::fs::import_hf_dir(
@@ -691,16 +671,23 @@ fn export_gguf(
         architecture: args.architecture.clone(),
         ..apr::gguf::GgufOptions::default()
     };
-    let hf_architecture =
-        apr::gguf::arch::architecture_of(&input.metadata().model_card.source_files)?
-            .map(apr::gguf::arch::Arch::name);
-    let count = apr::fs::export_gguf_from(destination, input, &options)
+    let hugging_face = input
+        .metadata()
+        .model_card
+        .source_files
+        .get(apr::hf::CONFIG)
+        .is_some();
+    let written = apr::fs::export_gguf_from(destination, input, &options)
         .with_context(|| format!("writing {shown}"))?;
+    let count = written.tensors;
     let mut report = json!({ "ok": true, "output": shown, "tensors": count });
     let mut line = format!("{shown}: {count} tensors exported");
-    if let Some(architecture) = hf_architecture {
-        report["architecture"] = json!(architecture);
-        line.push_str(&format!(" (llama.cpp architecture {architecture})"));
+    if hugging_face {
+        report["architecture"] = json!(written.architecture);
+        line.push_str(&format!(
+            " (llama.cpp architecture {})",
+            written.architecture
+        ));
     }
     crate::security::report_written(&line, report)
 }
@@ -844,25 +831,4 @@ fn print_summary(summary: &apr::ModelSummary, quantization: bool) -> std::io::Re
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_model_is_named_by_its_directory_or_its_hugging_face_cache_repository() {
-        let root = tempfile::tempdir().unwrap();
-        let plain = root.path().join("TinyLlama-1.1B");
-        let snapshot = root
-            .path()
-            .join("models--meta-llama--Llama-3.2-1B/snapshots/4e20de3");
-        std::fs::create_dir_all(&plain).unwrap();
-        std::fs::create_dir_all(&snapshot).unwrap();
-        assert_eq!(model_name(&plain).as_deref(), Some("TinyLlama-1.1B"));
-        assert_eq!(
-            model_name(&snapshot).as_deref(),
-            Some("meta-llama/Llama-3.2-1B")
-        );
-    }
 }
