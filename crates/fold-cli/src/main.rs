@@ -239,22 +239,27 @@ fn cat(file: &Path, chunk: &str, output: Option<&Path>, force: Force) -> Result<
     // go to a terminal, as `cat` does).
     let destination = output::destination(path, force, Access::Shared, Content::Text)?;
     let r = open(file)?;
-    let bytes = r
-        .read_chunk(chunk)
-        .with_context(|| format!("{}: chunk {:?}", file.display(), chunk))?;
-    if destination.is_stdout() && std::io::stdout().is_terminal() && !is_plain_text(&bytes) {
+    let context = || format!("{}: chunk {:?}", file.display(), chunk);
+    if !destination.is_stdout() {
+        // The library writes a file while hashing the chunk and renames it into place only once
+        // every check held; a device or FIFO gets the bytes only after the checks.
+        let shown = destination.path().display().to_string();
+        fold::fs::extract_chunk(&r, chunk, destination).map_err(|error| match error {
+            fold::Error::Io(_) => anyhow::Error::new(error).context(format!("writing {shown}")),
+            error => anyhow::Error::new(error).context(context()),
+        })?;
+        return Ok(());
+    }
+    // Verified in place and borrowed from the mapping (a stored chunk is not copied); nothing
+    // reaches stdout before every check held.
+    let bytes = r.read_chunk_cow(chunk).with_context(context)?;
+    if std::io::stdout().is_terminal() && !is_plain_text(&bytes) {
         bail!(
             "Usage: chunk {:?} is binary; not written to a terminal (redirect stdout or use -o FILE)",
             Safe(chunk).to_string()
         );
     }
-    if destination.is_stdout() {
-        cli_support::print::bytes(&bytes)?;
-        return Ok(());
-    }
-    let shown = destination.path().display().to_string();
-    output_file::write(destination, |out| std::io::Write::write_all(out, &bytes))
-        .with_context(|| format!("writing {shown}"))?;
+    cli_support::print::bytes(&bytes)?;
     Ok(())
 }
 

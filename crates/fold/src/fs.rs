@@ -3,14 +3,15 @@
 //! `{path}.tmp` and `os.replace` (here through the workspace's `output-file`, whose temporary
 //! names are random and created exclusively).
 
+use std::io::Write as _;
 use std::path::Path;
 
-use output_file::{Destination, PendingFile};
+use output_file::{Destination, Kind, PendingFile};
 
 use crate::error::Result;
 use crate::json::Map;
 use crate::reader::{FoldReader, ReadOptions};
-use crate::source::MappedSource;
+use crate::source::{MappedSource, Source};
 use crate::writer::{FoldWriter, WriteOptions};
 
 /// Opens `path`, memory-mapped: reads the header and the index only; each chunk is verified in
@@ -29,6 +30,51 @@ pub fn open(path: impl AsRef<Path>) -> Result<FoldReader<MappedSource>> {
 /// As [`open`].
 pub fn open_with(path: impl AsRef<Path>, opts: ReadOptions) -> Result<FoldReader<MappedSource>> {
     FoldReader::open_with(MappedSource::open(path)?, opts)
+}
+
+/// Writes the raw (decompressed, verified, ECC-corrected) bytes of chunk `name` to `destination`
+/// and returns how many were written. Every rule [`FoldReader::read_chunk`] checks holds before
+/// the output is visible:
+///
+/// - A regular file (new or replaced) is written to its temporary file and renamed into place only
+///   after every check held; if one fails, the temporary file is removed and the destination is
+///   untouched. For a chunk stored uncompressed in a source held in memory (a mapping), the bytes
+///   go from the source to the temporary file, and that write and its fsync run on another
+///   thread while the chunk is hashed, so the output costs about what the hash costs.
+/// - A device, FIFO or standard output ([`Destination::stdout`]) gets no byte before the chunk is
+///   verified: bytes written there cannot be taken back.
+///
+/// # Errors
+/// The error `read_chunk` reports for this chunk; the destination's refusal (as
+/// [`Destination::check`]); I/O.
+pub fn extract_chunk<S: Source>(
+    reader: &FoldReader<S>,
+    name: &str,
+    destination: impl Into<Destination>,
+) -> Result<u64> {
+    let destination = destination.into();
+    if matches!(
+        destination.check()?,
+        Kind::Missing | Kind::RegularFile { .. }
+    ) {
+        let written = reader.verify_stored_alongside(name, |bytes| {
+            let mut pending = PendingFile::create(destination.clone())?;
+            pending.write_all(bytes)?;
+            pending.flush()?;
+            // Durable while the hash still runs: the fsync of `commit` then finds nothing to
+            // write. Nothing is renamed before the verdict.
+            pending.writer().get_ref().sync_all()?;
+            std::io::Result::Ok((pending, bytes.len() as u64))
+        })?;
+        if let Some(written) = written {
+            let (pending, len) = written?;
+            pending.commit()?;
+            return Ok(len);
+        }
+    }
+    let bytes = reader.read_chunk_cow(name)?;
+    output_file::write(destination, |out| out.write_all(&bytes))?;
+    Ok(bytes.len() as u64)
 }
 
 /// A container being written to a temporary file that replaces the destination only on

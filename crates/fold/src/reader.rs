@@ -113,6 +113,36 @@ fn digests(data: &[u8], parallel: bool) -> (u32, [u8; 32]) {
     (crc32c::crc32c(data), Sha256::digest(data).into())
 }
 
+/// CRC32C and SHA-256 of `data` while `side` runs on the same bytes: with the `parallel` feature
+/// SHA-256 (the floor) and `side` each get a thread and CRC32C runs on this one, so a side job
+/// that mostly waits (writing and fsyncing a file) hides behind the hash.
+#[cfg(all(feature = "std-fs", not(target_arch = "wasm32")))]
+fn digests_alongside<T: Send>(
+    data: &[u8],
+    side: impl FnOnce(&[u8]) -> T + Send,
+) -> (u32, [u8; 32], T) {
+    #[cfg(feature = "parallel")]
+    {
+        std::thread::scope(|s| {
+            let sha = s.spawn(|| <[u8; 32]>::from(Sha256::digest(data)));
+            let side = s.spawn(|| side(data));
+            let crc = crc32c::crc32c(data);
+            let sha = sha
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            let out = side
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (crc, sha, out)
+        })
+    }
+    #[cfg(not(feature = "parallel"))]
+    {
+        let (crc, sha) = digests(data, false);
+        (crc, sha, side(data))
+    }
+}
+
 /// Copies `src` (a chunk body held in memory) into `dst` and digests its first `comp_len` bytes:
 /// with `pipelined` (and the `parallel` feature) SHA-256 runs on a second thread over the source
 /// while this thread copies and runs CRC32C block by block on the copy, still in cache, so the
@@ -343,18 +373,10 @@ impl<S: Source> FoldReader<S> {
             })
     }
 
-    /// Checks limits, bounds and header agreement, then digests the payload. For a source held in
-    /// memory (a mapping) the digests are taken in place, and `comp || ecc` is copied into `buf`
-    /// only when `copy` is set; other sources are always read into `buf` (grown to the body
-    /// length, which is bounded by the bytes present). Returns the body length, `comp_len`,
-    /// CRC32C, SHA-256, and whether `buf` holds the body.
-    fn load_into(
-        &self,
-        e: &ChunkEntry,
-        buf: &mut Vec<u8>,
-        pipelined: bool,
-        copy: bool,
-    ) -> Result<(usize, usize, u32, [u8; 32], bool)> {
+    /// The checks that precede reading a chunk's body: limits, bounds, chunk header equal to the
+    /// index entry, known flags, `ecc_len` consistent with `ecc_algo`. Returns the body's offset,
+    /// its length (`comp_len + ecc_len`) and `comp_len`, both checked to fit in `usize`.
+    fn check_layout(&self, e: &ChunkEntry) -> Result<(u64, usize, usize)> {
         let name = || e.name.clone();
         let max = self.opts.max_chunk_size;
         for (field, value) in [
@@ -458,6 +480,29 @@ impl<S: Source> FoldReader<S> {
         // file_len bytes.
         let n = usize::try_from(body_len).map_err(|_| truncated())?;
         let comp_len = usize::try_from(e.comp_len).map_err(|_| truncated())?;
+        Ok((body_off, n, comp_len))
+    }
+
+    /// Checks limits, bounds and header agreement ([`Self::check_layout`]), then digests the
+    /// payload. For a source held in memory (a mapping) the digests are taken in place, and
+    /// `comp || ecc` is copied into `buf` only when `copy` is set; other sources are always read
+    /// into `buf` (grown to the body length, which is bounded by the bytes present). Returns the
+    /// body length, `comp_len`, CRC32C, SHA-256, and whether `buf` holds the body.
+    fn load_into(
+        &self,
+        e: &ChunkEntry,
+        buf: &mut Vec<u8>,
+        pipelined: bool,
+        copy: bool,
+    ) -> Result<(usize, usize, u32, [u8; 32], bool)> {
+        let (body_off, n, comp_len) = self.check_layout(e)?;
+        let truncated = || Error::Truncated {
+            region: Region::ChunkBody,
+            chunk: Some(e.name.clone()),
+            offset: body_off,
+            len: n as u64,
+            file_len: self.file_len,
+        };
         if let Some(body) = self.body_slice(body_off, n) {
             if !copy {
                 // With `pipelined`, CRC32C runs on a second thread ahead of SHA-256, taking the
@@ -555,6 +600,14 @@ impl<S: Source> FoldReader<S> {
             })?;
             (crc, sha) = digests(&body[..comp_len], true);
         }
+        self.check_digests(i, crc, sha)?;
+        Ok((n, comp_len, corrected, filled))
+    }
+
+    /// The integrity rules after ECC, in order: CRC32C against the chunk header, SHA-256 against
+    /// the index (§8.3), then `chunk_hashes` and `manifest_hash` (both computed at open).
+    fn check_digests(&self, i: usize, crc: u32, sha: [u8; 32]) -> Result<()> {
+        let e = &self.index.chunks[i];
         if crc != e.crc32c {
             return Err(Error::CrcMismatch {
                 chunk: e.name.clone(),
@@ -576,8 +629,7 @@ impl<S: Source> FoldReader<S> {
                 chunk: e.name.clone(),
             });
         }
-        self.check_manifest()?;
-        Ok((n, comp_len, corrected, filled))
+        self.check_manifest()
     }
 
     /// The `manifest_hash` result computed once at open.
@@ -656,6 +708,40 @@ impl<S: Source> FoldReader<S> {
             return Ok(std::borrow::Cow::Borrowed(comp));
         }
         self.read_chunk(name).map(std::borrow::Cow::Owned)
+    }
+
+    /// Verifies the chunk `name` in place while `side` runs on its payload on another thread: for
+    /// a writer that writes the bytes while they are hashed and publishes them only after the
+    /// verdict (`fs::extract_chunk`). Applies to a chunk stored uncompressed in a source held in
+    /// memory; for any other chunk it returns `Ok(None)` without running `side`. It also returns
+    /// `Ok(None)` when the payload needs ECC correction, since `side` saw the uncorrected bytes:
+    /// the caller discards `side`'s work and reads the chunk the ordinary way.
+    ///
+    /// `Ok(Some(t))` means every rule [`Self::read_chunk`] checks held for exactly the bytes `side`
+    /// was given; an error is the one `read_chunk` reports for this chunk, and `side`'s result is
+    /// dropped with it.
+    #[cfg(all(feature = "std-fs", not(target_arch = "wasm32")))]
+    pub(crate) fn verify_stored_alongside<T: Send>(
+        &self,
+        name: &str,
+        side: impl FnOnce(&[u8]) -> T + Send,
+    ) -> Result<Option<T>> {
+        let (i, e) = self.entry(name)?;
+        if Compression::from_flag(e.flags) != Some(Compression::None) {
+            return Ok(None);
+        }
+        let (body_off, n, comp_len) = self.check_layout(e)?;
+        let Some(body) = self.body_slice(body_off, n) else {
+            return Ok(None);
+        };
+        let payload = &body[..comp_len];
+        let (crc, sha, out) = digests_alongside(payload, side);
+        if crc != e.crc32c && e.ecc != Ecc::None {
+            return Ok(None);
+        }
+        self.check_digests(i, crc, sha)?;
+        Self::check_decoded_len(e, payload)?;
+        Ok(Some(out))
     }
 
     fn decode(&self, e: &ChunkEntry, comp: Vec<u8>) -> Result<Vec<u8>> {
