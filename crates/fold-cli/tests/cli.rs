@@ -219,3 +219,56 @@ fn assert_signature_scope_is_stated(signed: &Path, public: &Path) {
         "{json}"
     );
 }
+
+/// `fold cat` of a damaged stored chunk (no ECC): refused with the CRC32C rule on every output,
+/// and nothing reaches stdout or the output path (`-o` writes its temporary file while hashing;
+/// it must be gone and never renamed).
+#[test]
+fn cat_of_a_corrupted_chunk_writes_nothing_anywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let weights: Vec<u8> = (0..2_000_000_u32).map(|i| (i % 253) as u8).collect();
+    std::fs::write(d.join("w.bin"), &weights).unwrap();
+    let good = d.join("good.fold");
+    let w = format!("weights=TSAV:{}", s(&d.join("w.bin")));
+    let o = fold(&["pack", "-o", s(&good), &w, "--compression", "none"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = d.join("out.bin");
+    let o = fold(&["cat", s(&good), "weights", "-o", s(&out)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(&out).unwrap(), weights);
+    std::fs::remove_file(&out).unwrap();
+
+    let mut bytes = std::fs::read(&good).unwrap();
+    bytes[28 + 32 + 1_234_567] ^= 0x10;
+    let bad = d.join("bad.fold");
+    std::fs::write(&bad, &bytes).unwrap();
+    let listing = |d: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing(d);
+    for args in [
+        vec!["cat", s(&bad), "weights", "-o", s(&out)],
+        vec!["cat", s(&bad), "weights", "-o", "/dev/null"],
+        vec!["cat", s(&bad), "weights"],
+    ] {
+        let o = fold(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(o.stdout.is_empty(), "{args:?}: bytes reached stdout");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("crc32c") && err.contains("\"weights\""),
+            "{err}"
+        );
+        assert_eq!(
+            listing(d),
+            before,
+            "{args:?}: output or temporary file left"
+        );
+    }
+}

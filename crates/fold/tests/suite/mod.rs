@@ -3,6 +3,7 @@
 mod complexity;
 mod corpus;
 mod corruption;
+mod extract;
 pub(crate) mod fuzz_check;
 mod interop;
 mod props;
