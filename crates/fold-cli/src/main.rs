@@ -259,7 +259,9 @@ fn cat(file: &Path, chunk: &str, output: Option<&Path>, force: Force) -> Result<
             Safe(chunk).to_string()
         );
     }
-    cli_support::print::bytes(&bytes)?;
+    // Through a handle of its own, not the line-buffered `Stdout`, which would search all the
+    // bytes for the last newline before writing them.
+    output_file::write(destination, |out| std::io::Write::write_all(out, &bytes))?;
     Ok(())
 }
 
