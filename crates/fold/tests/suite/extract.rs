@@ -24,7 +24,7 @@ fn files_in(dir: &Path) -> Vec<String> {
 
 /// A container of a text chunk and a `len`-byte binary chunk `w`.
 fn container(compression: Compression, ecc: Ecc, len: usize) -> (Vec<u8>, Vec<u8>) {
-    let payload: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
+    let payload: Vec<u8> = (0..len).map(|i| (i * 31 % 251).to_le_bytes()[0]).collect();
     let bytes = build(
         WriteOptions::new(compression, ecc),
         &[("notes", "JSON", b"{\"a\":1}"), ("w", "TSAV", &payload)],
