@@ -1,7 +1,8 @@
-//! Native filesystem helpers (feature `std-fs`): open by path (memory-mapped), and atomic
-//! saves — a temporary file in the destination directory, fsync, rename — as pyfolds does with
-//! `{path}.tmp` and `os.replace` (here through the workspace's `output-file`, whose temporary
-//! names are random and created exclusively).
+//! Native filesystem helpers (feature `std-fs`): open by path (memory-mapped), one chunk written
+//! to a file ([`extract_chunk`], the path of `fold cat -o`), and atomic saves — a temporary file
+//! in the destination directory, fsync, rename — as pyfolds does with `{path}.tmp` and
+//! `os.replace` (here through the workspace's `output-file`, whose temporary names are random and
+//! created exclusively).
 
 use std::io::Write as _;
 use std::path::Path;
