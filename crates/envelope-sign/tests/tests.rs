@@ -3,6 +3,7 @@
 //! file, and interop with the independent Python implementation (`tests/python/crypto/`).
 
 mod fuzz_checks;
+mod one_pass;
 
 use std::path::Path;
 
@@ -335,6 +336,7 @@ fn verify_args<'a>(path: &'a Path, pub_file: &'a Path) -> [&'a std::ffi::OsStr; 
 fn python_verifies_rust_signatures_and_rust_verifies_python_signatures() {
     let pub_file = data("kat_identity.key.pub");
     for name in ["kat_signed.apr", "kat_encrypted_signed.ald"] {
+        // Both algorithm 0x02 (SHA-256), as this build writes.
         python_ok(&verify_args(&data(name), &pub_file));
     }
     // A flipped byte (CRC fixed) must fail in Python too.
@@ -364,6 +366,39 @@ fn python_verifies_rust_signatures_and_rust_verifies_python_signatures() {
         check(&bytes, &trusted()).unwrap(),
         publisher().signing_public_key()
     );
+
+    // Python signs as earlier builds did (algorithm 0x01, SHA-512); both Rust verifiers accept it.
+    let legacy = dir.path().join("legacy.apr");
+    python_ok(&[
+        "sign".as_ref(),
+        unsigned.as_os_str(),
+        "--seed-hex".as_ref(),
+        seed.as_ref(),
+        "--algorithm".as_ref(),
+        "0x01".as_ref(),
+        "-o".as_ref(),
+        legacy.as_os_str(),
+    ]);
+    let bytes = std::fs::read(&legacy).unwrap();
+    let body = test_support::section_range(&bytes, Section::Signature);
+    assert_eq!(bytes[body.start], envelope_sign::ALGORITHM_ED25519_SHA512);
+    assert_eq!(
+        check(&bytes, &trusted()).unwrap(),
+        publisher().signing_public_key()
+    );
+    assert_eq!(
+        envelope_sign::fs::verify_file(&legacy, None, &trusted()).unwrap(),
+        publisher().signing_public_key()
+    );
+    // Python verifies the legacy vector, and a large file signed by the one-read signer.
+    python_ok(&verify_args(&data("kat_signed_sha512.apr"), &pub_file));
+    let large = dir.path().join("large.apr");
+    let payload: Vec<u8> = (0..(2usize << 20) + 77)
+        .map(|i| i.to_le_bytes()[1])
+        .collect();
+    std::fs::write(&large, model(&payload)).unwrap();
+    envelope_sign::fs::sign_file(&large, None, &large, &publisher().signing_key()).unwrap();
+    python_ok(&verify_args(&large, &pub_file));
 
     // Python opens the key file and decrypts the encrypted and signed file with the X25519 key it
     // derives from the seed.
