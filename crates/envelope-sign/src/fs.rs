@@ -96,6 +96,9 @@ pub fn trusted_keys_from_dir(dir: &Path) -> Result<TrustedKeys> {
 /// hashing thread reads it.
 const BLOCK: usize = 512 << 10;
 
+/// Bytes [`sign_file`] writes between two early flushes of its output to disk.
+const EARLY_SYNC: usize = 32 << 20;
+
 /// Blocks in flight between the reading thread and the hashing thread (memory use is
 /// `(DEPTH + 1) * BLOCK`, whatever the file's size).
 const DEPTH: usize = 4;
@@ -114,31 +117,30 @@ pub fn verify_file(
     format: Option<Format>,
     trusted: &TrustedKeys,
 ) -> Result<SigningPublicKey> {
-    let (_, _, outcome) =
-        envelope_core::fs::walk_with_pass(path, format, |file, layout| {
-            let block = read_signature_block(file, layout)?;
-            // Only a block that could verify is worth its digest; the CRC32 is always computed, so
-            // a corrupt file is reported as such before any signature error.
-            let hashing = block.as_ref().ok().and_then(|block| {
-                let key = block.trusted_key(trusted).ok()?;
-                Some((
-                    MessageHasher::new(layout.header().format(), block.algorithm),
-                    key,
-                ))
-            });
-            let [first, second] = layout.signed_ranges();
-            let mut crc = crc32fast::Hasher::new();
-            let mut hasher = hashing.as_ref().map(|(hasher, _)| hasher.clone());
-            let mut crc_of = |bytes: &[u8]| {
-                crc.update(bytes);
-                Ok(())
-            };
-            stream(file, first.clone(), hasher.as_mut(), &mut crc_of)?;
-            stream(file, first.end..second.start, None, &mut crc_of)?;
-            stream(file, second, hasher.as_mut(), &mut crc_of)?;
-            let message = hasher.map(MessageHasher::finish);
-            Ok((crc.finalize(), (block, message)))
-        })?;
+    let (_, _, outcome) = envelope_core::fs::walk_with_pass(path, format, |file, layout| {
+        let block = read_signature_block(file, layout)?;
+        // Only a block that could verify is worth its digest; the CRC32 is always computed, so
+        // a corrupt file is reported as such before any signature error.
+        let hashing = block.as_ref().ok().and_then(|block| {
+            let key = block.trusted_key(trusted).ok()?;
+            Some((
+                MessageHasher::new(layout.header().format(), block.algorithm),
+                key,
+            ))
+        });
+        let [first, second] = layout.signed_ranges();
+        let mut crc = crc32fast::Hasher::new();
+        let mut hasher = hashing.as_ref().map(|(hasher, _)| hasher.clone());
+        let mut crc_of = |bytes: &[u8]| {
+            crc.update(bytes);
+            Ok(())
+        };
+        stream(file, first.clone(), hasher.as_mut(), &mut crc_of)?;
+        stream(file, first.end..second.start, None, &mut crc_of)?;
+        stream(file, second, hasher.as_mut(), &mut crc_of)?;
+        let message = hasher.map(MessageHasher::finish);
+        Ok((crc.finalize(), (block, message)))
+    })?;
     let (block, message) = outcome;
     let block = block?;
     let key = block.trusted_key(trusted)?;
@@ -192,7 +194,12 @@ pub fn sign_file(
 /// the end of the payload unchanged, then a signature frame, the license frame (if any) and the
 /// new CRC32, the order [`EnvelopeParts`](envelope_core::EnvelopeParts) writes. The CRC32 of the
 /// unchanged middle is computed once and combined into both the input's and the output's.
-fn sign_pass(file: &File, layout: &Layout, out: &mut Writer, key: &SigningKey) -> Result<(u32, ())> {
+fn sign_pass(
+    file: &File,
+    layout: &Layout,
+    out: &mut Writer,
+    key: &SigningKey,
+) -> Result<(u32, ())> {
     let header_len = HEADER_LEN as u64;
     let payload_end = layout
         .span(Section::Payload)
@@ -209,18 +216,51 @@ fn sign_pass(file: &File, layout: &Layout, out: &mut Writer, key: &SigningKey) -
     out.write_all(&signed_header)?;
 
     let mut middle = crc32fast::Hasher::new();
-    stream(file, header_len..payload_end, Some(&mut hasher), &mut |block| {
-        middle.update(block);
-        // The writer's buffer is smaller than a block: empty it and write the block directly,
-        // rather than copy it through the buffer.
-        out.flush()?;
-        out.get_mut().write_all(block)?;
-        Ok(())
+    // The disk writes the output while the rest is hashed, so that the commit's fsync has little
+    // left to wait for: a helper flushes what has been written every `EARLY_SYNC` bytes. Its
+    // errors are ignored (a device or FIFO cannot sync, and any write error is reported again by
+    // the commit's fsync, which is what makes the file durable).
+    let early_sync = out.get_ref().try_clone().ok();
+    std::thread::scope(|scope| {
+        let (kick, kicked) = mpsc::sync_channel::<()>(1);
+        if let Some(syncing) = early_sync {
+            scope.spawn(move || {
+                for () in kicked {
+                    if syncing.sync_data().is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        let mut unsynced = 0;
+        stream(
+            file,
+            header_len..payload_end,
+            Some(&mut hasher),
+            &mut |block| {
+                middle.update(block);
+                // The writer's buffer is smaller than a block: empty it and write the block
+                // directly, rather than copy it through the buffer.
+                out.flush()?;
+                out.get_mut().write_all(block)?;
+                unsynced += block.len();
+                if unsynced >= EARLY_SYNC {
+                    unsynced = 0;
+                    // Busy syncing already: the next kick will do.
+                    let _ = kick.try_send(());
+                }
+                Ok(())
+            },
+        )
     })?;
 
     // What follows the payload (the old signature frame, the license frame) is small and read
     // whole.
-    let mut tail = vec![0u8; Error::fit_in_memory("the sections after the payload", checked_end - payload_end)?];
+    let mut tail =
+        vec![
+            0u8;
+            Error::fit_in_memory("the sections after the payload", checked_end - payload_end)?
+        ];
     read_at(file, &mut tail, payload_end)?;
     let mut crc_in = crc32fast::Hasher::new();
     crc_in.update(&header);
@@ -233,13 +273,18 @@ fn sign_pass(file: &File, layout: &Layout, out: &mut Writer, key: &SigningKey) -
     }
     let license = match layout.span(Section::License) {
         Some(span) => {
-            let start = Error::fit_in_memory("the license frame", span.offset - FRAME_PREFIX_LEN as u64 - payload_end)?;
+            let start = Error::fit_in_memory(
+                "the license frame",
+                span.offset - FRAME_PREFIX_LEN as u64 - payload_end,
+            )?;
             let end = Error::fit_in_memory("the license frame", span.end() - payload_end)?;
             &tail[start..end]
         }
         None => &[][..],
     };
-    let frame_prefix = (SIGNATURE_BLOCK_LEN as u32).to_le_bytes();
+    let frame_prefix = u32::try_from(SIGNATURE_BLOCK_LEN)
+        .map_err(|_| Error::InvalidArgument("the signature block's length"))?
+        .to_le_bytes();
     hasher.update(&frame_prefix);
     hasher.update(license);
     let body = SignatureBlock::new(key, hasher.finish().as_bytes()).encode();
@@ -267,11 +312,16 @@ fn stream(
     let Some(hasher) = hasher else {
         // One block, reused: `read_blocks` hands it back through `spare`.
         let spare = std::cell::Cell::new(Some(vec![0u8; BLOCK.min(range_len(&range)?)]));
-        return read_blocks(file, range, || spare.take(), |filled| {
-            each(&filled)?;
-            spare.set(Some(filled));
-            Ok(())
-        });
+        return read_blocks(
+            file,
+            range,
+            || spare.take(),
+            |filled| {
+                each(&filled)?;
+                spare.set(Some(filled));
+                Ok(())
+            },
+        );
     };
     let (full, to_hash) = mpsc::sync_channel::<Vec<u8>>(DEPTH);
     let (hashed, empty) = mpsc::channel::<Vec<u8>>();
@@ -289,10 +339,15 @@ fn stream(
                 }
             }
         });
-        let read = read_blocks(file, range, || empty.recv().ok(), |filled| {
-            each(&filled)?;
-            full.send(filled).map_err(|_| hashing_stopped())
-        });
+        let read = read_blocks(
+            file,
+            range,
+            || empty.recv().ok(),
+            |filled| {
+                each(&filled)?;
+                full.send(filled).map_err(|_| hashing_stopped())
+            },
+        );
         drop(full);
         if let Err(panic) = hashing.join() {
             std::panic::resume_unwind(panic);

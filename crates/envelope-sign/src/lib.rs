@@ -39,7 +39,7 @@ pub use keys::{
     WATERMARK_FROM_SEED_INFO, X25519_FROM_SEED_INFO,
 };
 pub use signature::{
-    ALGORITHM_ED25519_SHA256, ALGORITHM_ED25519_SHA512, Algorithm, MESSAGE_LEN,
-    MESSAGE_LEN_SHA512, MessageHasher, Policy, SIGNATURE_BLOCK_LEN, SIGNATURE_LEN, SignatureBlock,
-    SignedMessage, message_of, sign, sign_label, signed_message, verify,
+    ALGORITHM_ED25519_SHA256, ALGORITHM_ED25519_SHA512, Algorithm, MESSAGE_LEN, MESSAGE_LEN_SHA512,
+    MessageHasher, Policy, SIGNATURE_BLOCK_LEN, SIGNATURE_LEN, SignatureBlock, SignedMessage,
+    message_of, sign, sign_label, signed_message, verify,
 };

@@ -32,6 +32,21 @@ fn known_answer_vectors_are_reproduced_byte_for_byte() {
     test_support::check_vectors(&data(""), checked_in());
 }
 
+/// The digest of docs/signing.md §6, computed independently (`hashlib.sha256` of the two signed
+/// regions of `kat_signed.apr`), is the one inside the signed message.
+#[test]
+fn the_documented_message_of_the_worked_example() {
+    let bytes = std::fs::read(data("kat_signed.apr")).unwrap();
+    let envelope = Envelope::parse_any(&bytes[..]).unwrap();
+    let message = envelope_sign::signed_message(&envelope);
+    assert_eq!(&message[..12], b"apr-v1-sign\0");
+    assert_eq!(
+        hex::encode(&message[12..]),
+        "7a51919577ecbbe7da375d71cb369d141bccca86c1c505a617748748ec864323"
+    );
+    assert_eq!(bytes[0x35], envelope_sign::ALGORITHM_ED25519_SHA256);
+}
+
 #[test]
 fn the_vector_key_file_opens_with_its_password_only() {
     let file = std::fs::read(data("kat_identity.key")).unwrap();

@@ -36,7 +36,9 @@ fn same_verdict(one_pass: &Result<Vec<u8>, Error>, in_memory: &Result<Vec<u8>, E
 
 /// A model of `len` payload bytes that are not all alike, with a license block.
 fn big_model(len: usize) -> Vec<u8> {
-    let payload: Vec<u8> = (0..len).map(|i| (i * 7 + i / 251).to_le_bytes()[0]).collect();
+    let payload: Vec<u8> = (0..len)
+        .map(|i| (i * 7 + i / 251).to_le_bytes()[0])
+        .collect();
     model(&payload)
 }
 

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use envelope_core::{Compression, Envelope, EnvelopeParts, Format, Payload, Section};
 use envelope_crypto::{Argon2Params, EncryptOptions, EncryptTo, Password, encrypt};
-use envelope_sign::{Algorithm, Identity, SignatureBlock, SigningKey, TrustedKeys, sign, message_of};
+use envelope_sign::{
+    Algorithm, Identity, SignatureBlock, SigningKey, TrustedKeys, message_of, sign,
+};
 
 pub(crate) use test_support::CountingRng;
 
