@@ -207,6 +207,7 @@ pub(crate) fn walk(
 /// trailer and returns their CRC32 with whatever else it computed on the same read, then the CRC32
 /// comparison. A file the structural walk refuses is walked again in [`walk`]'s order, so the error
 /// is the one [`walk`] gives (a `ChecksumMismatch` before any header rule).
+#[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
 pub(crate) fn walk_then_crc<S: ByteSource, T>(
     source: &mut S,
     expected: Option<Format>,
