@@ -121,16 +121,13 @@ pub fn verify_file(
         let block = read_signature_block(file, layout)?;
         // Only a block that could verify is worth its digest; the CRC32 is always computed, so
         // a corrupt file is reported as such before any signature error.
-        let hashing = block.as_ref().ok().and_then(|block| {
-            let key = block.trusted_key(trusted).ok()?;
-            Some((
-                MessageHasher::new(layout.header().format(), block.algorithm),
-                key,
-            ))
-        });
+        let mut hasher = block
+            .as_ref()
+            .ok()
+            .filter(|block| block.trusted_key(trusted).is_ok())
+            .map(|block| MessageHasher::new(layout.header().format(), block.algorithm));
         let [first, second] = layout.signed_ranges();
         let mut crc = crc32fast::Hasher::new();
-        let mut hasher = hashing.as_ref().map(|(hasher, _)| hasher.clone());
         let mut crc_of = |bytes: &[u8]| {
             crc.update(bytes);
             Ok(())
