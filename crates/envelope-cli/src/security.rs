@@ -412,9 +412,14 @@ pub fn run(tool: Tool, command: SecurityCommand) -> anyhow::Result<()> {
             let target = io.target(access_like(file))?;
             let password = tool.password(&password, "key file password", false)?;
             let identity = cli_support::keys::read_identity(&key, &password)?;
-            let envelope = load(tool, file)?;
-            let signed = envelope_sign::sign(envelope.as_bytes(), &identity.signing_key())?;
-            write_bytes(&target, &signed)?;
+            // One read of FILE: checked, hashed and written out block by block.
+            envelope_sign::fs::sign_file(
+                file,
+                Some(tool.format),
+                target.clone(),
+                &identity.signing_key(),
+            )
+            .with_context(|| file.display().to_string())?;
             report_written(
                 &format!(
                     "signed {} (ed25519 {})",
@@ -432,9 +437,9 @@ pub fn run(tool: Tool, command: SecurityCommand) -> anyhow::Result<()> {
             file,
             trusted_keys: dir,
         } => {
-            let envelope = load(tool, &file)?;
             let trusted = trusted_keys(&dir)?;
-            let signer = envelope_sign::verify(&envelope, &trusted)
+            // One read of FILE: its CRC32 and the signed digest on two threads.
+            let signer = envelope_sign::fs::verify_file(&file, Some(tool.format), &trusted)
                 .with_context(|| file.display().to_string())?;
             if cli_support::run::mode().json {
                 cli_support::print::json(&json!({

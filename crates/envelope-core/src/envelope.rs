@@ -296,14 +296,9 @@ impl<B: AsRef<[u8]>> Envelope<B> {
     #[must_use]
     pub fn signed_regions(&self) -> [&[u8]; 2] {
         let bytes = self.bytes.as_ref();
-        let end = to_usize(self.layout.checksum_offset());
-        match self.layout.span(Section::Signature) {
-            Some(span) => [
-                &bytes[..to_usize(span.offset)],
-                &bytes[to_usize(span.end())..end],
-            ],
-            None => [&bytes[..end], &[]],
-        }
+        self.layout
+            .signed_ranges()
+            .map(|range| &bytes[to_usize(range.start)..to_usize(range.end)])
     }
 
     /// The stored bytes of chunk `chunk` of a STREAMING file (checked against the chunk's CRC-32C in

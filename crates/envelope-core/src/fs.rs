@@ -75,6 +75,28 @@ pub fn inspect(path: impl AsRef<Path>) -> Result<(Layout, Option<ChunkIndex>)> {
     walk(&mut FileSource { file, len }, None)
 }
 
+/// Verifies the file at `path` (of `format`, or either format) with one read of its bytes shared
+/// with the caller. The structure is walked first, from the header and the frames' lengths alone;
+/// then `pass` gets the open file and its [`Layout`] and MUST read every byte before the CRC32
+/// trailer, returning their CRC32 with whatever else it computed on that read (a signature's
+/// digest, a copy written elsewhere); the file is accepted only if that CRC32 equals the trailer.
+/// Until then nothing `pass` read is verified: it may compute, not act.
+///
+/// # Errors
+/// `Io`, then the error [`Envelope::parse`] gives for the same bytes, or whatever `pass` returns.
+pub fn walk_with_pass<T>(
+    path: impl AsRef<Path>,
+    format: Option<Format>,
+    pass: impl FnOnce(&File, &Layout) -> Result<(u32, T)>,
+) -> Result<(Layout, Option<ChunkIndex>, T)> {
+    let file = File::open(path)?;
+    let len = file.metadata()?.len();
+    let mut source = FileSource { file, len };
+    crate::layout::walk_then_crc(&mut source, format, |source, layout| {
+        pass(&source.file, layout)
+    })
+}
+
 /// Reads the whole file, hashing each block right after it is read, while it is still in the
 /// core's cache: the bytes cross main memory once (the read's copy) instead of twice.
 fn read_with_crc(path: &Path) -> Result<(Vec<u8>, u32)> {

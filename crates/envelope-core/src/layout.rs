@@ -120,6 +120,17 @@ impl Layout {
     pub fn file_len(&self) -> u64 {
         self.file_len
     }
+
+    /// The byte ranges a signature covers, in file order: every byte except the signature block's
+    /// body and the CRC32 trailer (`docs/envelope.md` §5); the second is empty for an unsigned file.
+    #[must_use]
+    pub fn signed_ranges(&self) -> [std::ops::Range<u64>; 2] {
+        let end = self.checksum_offset();
+        match self.signature {
+            Some(span) => [0..span.offset, span.end()..end],
+            None => [0..end, end..end],
+        }
+    }
 }
 
 /// Random access to the bytes of a file being walked.
@@ -188,6 +199,36 @@ pub(crate) fn walk(
     // 4. Every other header rule, then the sections.
     let header = Header::parse(&head[..head_len])?;
     walk_sections(source, header, stored, true)
+}
+
+/// The walk of [`walk`] in another order, for callers that read every byte once anyway (a
+/// signature's digest): the structure first (magic, version, header rules, section bounds, reading
+/// only the header and the frames' lengths), then `pass`, which reads every byte before the
+/// trailer and returns their CRC32 with whatever else it computed on the same read, then the CRC32
+/// comparison. A file the structural walk refuses is walked again in [`walk`]'s order, so the error
+/// is the one [`walk`] gives (a `ChecksumMismatch` before any header rule).
+#[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
+pub(crate) fn walk_then_crc<S: ByteSource, T>(
+    source: &mut S,
+    expected: Option<Format>,
+    pass: impl FnOnce(&mut S, &Layout) -> Result<(u32, T)>,
+) -> Result<(Layout, Option<ChunkIndex>, T)> {
+    let structural = identify_head(source, expected).and_then(|(head, head_len)| {
+        let mut trailer = [0u8; CHECKSUM_LEN];
+        source.read_exact_at(source.len() - CHECKSUM_LEN as u64, &mut trailer)?;
+        let header = Header::parse(&head[..head_len])?;
+        walk_sections(source, header, u32::from_le_bytes(trailer), true)
+    });
+    let (layout, index) = match structural {
+        Ok(walked) => walked,
+        Err(refused) => return Err(walk(source, expected).err().unwrap_or(refused)),
+    };
+    let (computed, value) = pass(source, &layout)?;
+    let stored = layout.checksum();
+    if computed != stored {
+        return Err(Error::ChecksumMismatch { stored, computed });
+    }
+    Ok((layout, index, value))
 }
 
 /// Steps 1-2 of the walk (magic, the caller's format, version) and the minimum length: the

@@ -1,4 +1,5 @@
-//! Signing and verifying a 256 MiB file (SHA-512 over the signed regions, one Ed25519 operation).
+//! Signing and verifying a 256 MiB file in memory (SHA-256 over the signed regions, one Ed25519
+//! operation). The whole commands, which read the file once: `scripts/bench-sign.sh`.
 //! Figures in BENCHMARKS.md.
 //!
 //! `cargo bench -p envelope-sign --bench sign -- --warm-up-time 1 --measurement-time 10`

@@ -5,8 +5,13 @@
 //!
 //! Key decisions:
 //! - **The signature covers everything else**, encryption parameters and license block included
-//!   (`Envelope::signed_regions`), through a fixed 76-byte message `label || SHA-512(regions)`,
-//!   so verification streams over any file size and the label separates datasets from models.
+//!   (`Envelope::signed_regions`), through a fixed 44-byte message `label || SHA-256(regions)`
+//!   (algorithm `0x02`; files of earlier builds, `0x01` with SHA-512, still verify), so
+//!   verification streams over any file size and the label separates datasets from models.
+//!   SHA-256 runs on the SHA extensions of x86 and ARMv8 and is in every standard library.
+//! - **One read of the file** ([`fs::sign_file`], [`fs::verify_file`]): the whole-file CRC32
+//!   and the digest come from the same read, on two threads, in bounded memory; signing writes
+//!   the output as it reads the input.
 //! - **Only the caller's keys are trusted.** The public key in the block only selects which
 //!   trusted key to try; verification uses `verify_strict` (no small-order keys, canonical
 //!   signatures). Under [`Policy::RequireSignature`], an unsigned file, a file signed by another
@@ -17,7 +22,8 @@
 //!   one public key file.
 //!
 //! # Features
-//! - `fs` (default, native only): key files and trusted-key directories by path ([`fs`]).
+//! - `fs` (default, native only): key files and trusted-key directories by path, and signing and
+//!   verifying files by path in one read ([`fs`]).
 //! - `os-rng` (default): [`envelope_crypto::OsRng`] for key generation.
 
 mod keys;
@@ -33,6 +39,7 @@ pub use keys::{
     WATERMARK_FROM_SEED_INFO, X25519_FROM_SEED_INFO,
 };
 pub use signature::{
-    ALGORITHM_ED25519_SHA512, MESSAGE_LEN, Policy, SIGNATURE_BLOCK_LEN, SIGNATURE_LEN,
-    SignatureBlock, sign, sign_label, signed_message, verify,
+    ALGORITHM_ED25519_SHA256, ALGORITHM_ED25519_SHA512, Algorithm, MESSAGE_LEN, MESSAGE_LEN_SHA512,
+    MessageHasher, Policy, SIGNATURE_BLOCK_LEN, SIGNATURE_LEN, SignatureBlock, SignedMessage,
+    message_of, sign, sign_label, signed_message, verify,
 };

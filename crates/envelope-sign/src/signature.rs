@@ -1,26 +1,63 @@
 //! The signature block and the signed message (docs/signing.md §2-3).
 //!
-//! Body (97 bytes, fixed): `algorithm (0x01) || signer public key (32) || signature (64)`. The
-//! signature is pure Ed25519 (RFC 8032) over the 76-byte message
-//! `label (12) || SHA-512(signed regions)`, where the label is `"ald-v1-sign\0"` or
-//! `"apr-v1-sign\0"` and the signed regions are every byte of the file except the signature body
-//! and the CRC32 trailer (`Envelope::signed_regions`). Because the body has a fixed size, a file
-//! can be signed by writing a placeholder of that size, hashing, and filling it in.
+//! Body (97 bytes, fixed): `algorithm || signer public key (32) || signature (64)`. The signature
+//! is pure Ed25519 (RFC 8032) over the message `label (12) || digest(signed regions)`, where the
+//! label is `"ald-v1-sign\0"` or `"apr-v1-sign\0"` and the signed regions are every byte of the
+//! file except the signature body and the CRC32 trailer (`Envelope::signed_regions`). Writers use
+//! algorithm `0x02` (SHA-256, 44-byte message: SHA-NI and ARMv8 hash it in hardware); verifiers
+//! also accept `0x01` (SHA-512, 76-byte message), which earlier builds wrote. Because the body has
+//! a fixed size, a file can be signed by writing a placeholder of that size, hashing, and filling
+//! it in.
 
 use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
 use envelope_core::{Envelope, Error, Flags, Format, Result, Section, SignatureFailure};
-use sha2::{Digest, Sha512};
+use sha2::{Digest, Sha256, Sha512};
 
 use crate::keys::{PUBLIC_KEY_LEN, SigningPublicKey, TrustedKeys};
 
-/// Algorithm byte: Ed25519 over `label || SHA-512(signed regions)`.
+/// Algorithm byte: Ed25519 over `label || SHA-512(signed regions)`. Verified, no longer written.
 pub const ALGORITHM_ED25519_SHA512: u8 = 0x01;
+/// Algorithm byte: Ed25519 over `label || SHA-256(signed regions)`, what [`sign`] writes.
+pub const ALGORITHM_ED25519_SHA256: u8 = 0x02;
 /// Bytes of an Ed25519 signature.
 pub const SIGNATURE_LEN: usize = 64;
 /// Bytes of the signature block body.
 pub const SIGNATURE_BLOCK_LEN: usize = 1 + PUBLIC_KEY_LEN + SIGNATURE_LEN;
-/// Bytes of the message that is signed.
-pub const MESSAGE_LEN: usize = 12 + 64;
+/// Bytes of the message that is signed (algorithm `0x02`: label and SHA-256).
+pub const MESSAGE_LEN: usize = 12 + 32;
+/// Bytes of the message of algorithm `0x01` (label and SHA-512).
+pub const MESSAGE_LEN_SHA512: usize = 12 + 64;
+
+/// The digest a signature block names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Algorithm {
+    /// `0x02`: SHA-256, written by this version.
+    Ed25519Sha256,
+    /// `0x01`: SHA-512, written by earlier versions; still verified.
+    Ed25519Sha512,
+}
+
+impl Algorithm {
+    /// The algorithm byte.
+    #[must_use]
+    pub const fn byte(self) -> u8 {
+        match self {
+            Self::Ed25519Sha256 => ALGORITHM_ED25519_SHA256,
+            Self::Ed25519Sha512 => ALGORITHM_ED25519_SHA512,
+        }
+    }
+
+    /// The algorithm of a byte, if known.
+    #[must_use]
+    pub const fn from_byte(byte: u8) -> Option<Self> {
+        match byte {
+            ALGORITHM_ED25519_SHA256 => Some(Self::Ed25519Sha256),
+            ALGORITHM_ED25519_SHA512 => Some(Self::Ed25519Sha512),
+            _ => None,
+        }
+    }
+}
 
 /// The domain-separation label of the signed message (12 bytes, NUL-terminated).
 #[must_use]
@@ -31,22 +68,100 @@ pub const fn sign_label(format: Format) -> &'static [u8; 12] {
     }
 }
 
-/// The message a signature of `envelope` covers: label and SHA-512 of the signed regions.
+/// The signed message built from the signed regions fed in file order, piece by piece, so that a
+/// file of any size can be hashed as it streams past.
+#[derive(Debug, Clone)]
+pub struct MessageHasher {
+    label: &'static [u8; 12],
+    digest: DigestState,
+}
+
+#[derive(Debug, Clone)]
+enum DigestState {
+    Sha256(Sha256),
+    Sha512(Sha512),
+}
+
+impl MessageHasher {
+    /// A hasher for a file of `format` signed with `algorithm`.
+    #[must_use]
+    pub fn new(format: Format, algorithm: Algorithm) -> Self {
+        let digest = match algorithm {
+            Algorithm::Ed25519Sha256 => DigestState::Sha256(Sha256::new()),
+            Algorithm::Ed25519Sha512 => DigestState::Sha512(Sha512::new()),
+        };
+        Self {
+            label: sign_label(format),
+            digest,
+        }
+    }
+
+    /// Feeds the next signed bytes.
+    pub fn update(&mut self, bytes: &[u8]) {
+        match &mut self.digest {
+            DigestState::Sha256(hasher) => hasher.update(bytes),
+            DigestState::Sha512(hasher) => hasher.update(bytes),
+        }
+    }
+
+    /// The message: the label, then the digest of every byte fed.
+    #[must_use]
+    pub fn finish(self) -> SignedMessage {
+        let mut bytes = [0u8; MESSAGE_LEN_SHA512];
+        bytes[..12].copy_from_slice(self.label);
+        let len = match self.digest {
+            DigestState::Sha256(hasher) => {
+                bytes[12..MESSAGE_LEN].copy_from_slice(&hasher.finalize());
+                MESSAGE_LEN
+            }
+            DigestState::Sha512(hasher) => {
+                bytes[12..].copy_from_slice(&hasher.finalize());
+                MESSAGE_LEN_SHA512
+            }
+        };
+        SignedMessage { bytes, len }
+    }
+}
+
+/// A message to sign or verify ([`MESSAGE_LEN`] or [`MESSAGE_LEN_SHA512`] bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SignedMessage {
+    bytes: [u8; MESSAGE_LEN_SHA512],
+    len: usize,
+}
+
+impl SignedMessage {
+    /// The message bytes.
+    #[must_use]
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// The message an `algorithm` signature of `envelope` covers.
 #[must_use]
-pub fn signed_message<B: AsRef<[u8]>>(envelope: &Envelope<B>) -> [u8; MESSAGE_LEN] {
-    let mut hasher = Sha512::new();
+pub fn message_of<B: AsRef<[u8]>>(envelope: &Envelope<B>, algorithm: Algorithm) -> SignedMessage {
+    let mut hasher = MessageHasher::new(envelope.header().format(), algorithm);
     for region in envelope.signed_regions() {
         hasher.update(region);
     }
+    hasher.finish()
+}
+
+/// The message a signature of `envelope` written by [`sign`] covers: label and SHA-256 of the
+/// signed regions.
+#[must_use]
+pub fn signed_message<B: AsRef<[u8]>>(envelope: &Envelope<B>) -> [u8; MESSAGE_LEN] {
     let mut message = [0u8; MESSAGE_LEN];
-    message[..12].copy_from_slice(sign_label(envelope.header().format()));
-    message[12..].copy_from_slice(&hasher.finalize());
+    message.copy_from_slice(message_of(envelope, Algorithm::Ed25519Sha256).as_bytes());
     message
 }
 
 /// A parsed signature block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SignatureBlock {
+    /// Which digest the message holds.
+    pub algorithm: Algorithm,
     /// The key the file claims to be signed by. Only a selector: it is trusted only if the
     /// caller's trusted keys contain it.
     pub signer: SigningPublicKey,
@@ -58,27 +173,62 @@ impl SignatureBlock {
     /// Parses a block body.
     ///
     /// # Errors
-    /// `SignatureInvalid` (`Malformed`) for a length other than 97 bytes or an unknown algorithm.
+    /// `SignatureInvalid` (`Malformed`) for a length other than 97 bytes or an algorithm other
+    /// than `0x01` and `0x02`.
     pub fn parse(body: &[u8]) -> Result<Self> {
         let malformed = Error::SignatureInvalid(SignatureFailure::Malformed);
-        if body.len() != SIGNATURE_BLOCK_LEN || body[0] != ALGORITHM_ED25519_SHA512 {
+        if body.len() != SIGNATURE_BLOCK_LEN {
             return Err(malformed);
         }
+        let algorithm = Algorithm::from_byte(body[0]).ok_or(malformed)?;
         let mut signer = [0u8; PUBLIC_KEY_LEN];
         signer.copy_from_slice(&body[1..=PUBLIC_KEY_LEN]);
         let mut signature = [0u8; SIGNATURE_LEN];
         signature.copy_from_slice(&body[1 + PUBLIC_KEY_LEN..]);
         Ok(Self {
+            algorithm,
             signer: SigningPublicKey::from_bytes(signer),
             signature,
         })
+    }
+
+    /// The algorithm-`0x02` block of `key`'s signature of `message` (made by
+    /// [`signed_message`] or a [`MessageHasher`] for [`Algorithm::Ed25519Sha256`]).
+    #[must_use]
+    pub fn new(key: &SigningKey, message: &[u8]) -> Self {
+        Self {
+            algorithm: Algorithm::Ed25519Sha256,
+            signer: SigningPublicKey::of(key),
+            signature: ed25519_dalek::Signer::sign(key, message).to_bytes(),
+        }
+    }
+
+    /// The trusted key the block names (docs/signing.md §3.1 step 3).
+    ///
+    /// # Errors
+    /// `SignatureInvalid` (`UntrustedKey`) if `trusted` does not hold the embedded signer.
+    pub fn trusted_key<'t>(&self, trusted: &'t TrustedKeys) -> Result<&'t VerifyingKey> {
+        trusted
+            .find(&self.signer)
+            .ok_or(Error::SignatureInvalid(SignatureFailure::UntrustedKey))
+    }
+
+    /// Checks the signature of `message` (built for [`SignatureBlock::algorithm`]) with `key`,
+    /// strictly (step 4), and returns the signer.
+    ///
+    /// # Errors
+    /// `SignatureInvalid` (`Mismatch`).
+    pub fn check(&self, key: &VerifyingKey, message: &SignedMessage) -> Result<SigningPublicKey> {
+        key.verify_strict(message.as_bytes(), &Signature::from_bytes(&self.signature))
+            .map_err(|_| Error::SignatureInvalid(SignatureFailure::Mismatch))?;
+        Ok(self.signer)
     }
 
     /// The block body.
     #[must_use]
     pub fn encode(&self) -> [u8; SIGNATURE_BLOCK_LEN] {
         let mut out = [0u8; SIGNATURE_BLOCK_LEN];
-        out[0] = ALGORITHM_ED25519_SHA512;
+        out[0] = self.algorithm.byte();
         out[1..=PUBLIC_KEY_LEN].copy_from_slice(self.signer.as_bytes());
         out[1 + PUBLIC_KEY_LEN..].copy_from_slice(&self.signature);
         out
@@ -125,10 +275,7 @@ pub fn sign(bytes: &[u8], key: &SigningKey) -> Result<Vec<u8>> {
             Error::fit_in_memory("the signature block's offset", span.offset)?,
         )
     };
-    let block = SignatureBlock {
-        signer: SigningPublicKey::of(key),
-        signature: ed25519_dalek::Signer::sign(key, &message).to_bytes(),
-    };
+    let block = SignatureBlock::new(key, &message);
     out[offset..offset + SIGNATURE_BLOCK_LEN].copy_from_slice(&block.encode());
     envelope_core::codec::rewrite_trailer(&mut out);
     Ok(out)
@@ -153,13 +300,8 @@ pub fn verify<B: AsRef<[u8]>>(
         .section(Section::Signature)
         .ok_or(Error::SignatureInvalid(SignatureFailure::Missing))?;
     let block = SignatureBlock::parse(body)?;
-    let key: &VerifyingKey = trusted
-        .find(&block.signer)
-        .ok_or(Error::SignatureInvalid(SignatureFailure::UntrustedKey))?;
-    let signature = Signature::from_bytes(&block.signature);
-    key.verify_strict(&signed_message(envelope), &signature)
-        .map_err(|_| Error::SignatureInvalid(SignatureFailure::Mismatch))?;
-    Ok(block.signer)
+    let key = block.trusted_key(trusted)?;
+    block.check(key, &message_of(envelope, block.algorithm))
 }
 
 /// What a loader requires of a file's signature, checked before any payload byte is parsed or
@@ -206,7 +348,8 @@ mod tests {
             let mut signature = [0u8; 64];
             signature[..32].copy_from_slice(&a);
             signature[32..].copy_from_slice(&b);
-            let block = SignatureBlock { signer: SigningPublicKey::from_bytes(signer), signature };
+            let algorithm = if a[0] & 1 == 0 { Algorithm::Ed25519Sha256 } else { Algorithm::Ed25519Sha512 };
+            let block = SignatureBlock { algorithm, signer: SigningPublicKey::from_bytes(signer), signature };
             prop_assert_eq!(SignatureBlock::parse(&block.encode()).unwrap(), block);
         }
 

@@ -3,6 +3,7 @@
 //! file, and interop with the independent Python implementation (`tests/python/crypto/`).
 
 mod fuzz_checks;
+mod one_pass;
 
 use std::path::Path;
 
@@ -29,6 +30,21 @@ fn every_failing_vector_gives_its_signal() {
 #[test]
 fn known_answer_vectors_are_reproduced_byte_for_byte() {
     test_support::check_vectors(&data(""), checked_in());
+}
+
+/// The digest of docs/signing.md §6, computed independently (`hashlib.sha256` of the two signed
+/// regions of `kat_signed.apr`), is the one inside the signed message.
+#[test]
+fn the_documented_message_of_the_worked_example() {
+    let bytes = std::fs::read(data("kat_signed.apr")).unwrap();
+    let envelope = Envelope::parse_any(&bytes[..]).unwrap();
+    let message = envelope_sign::signed_message(&envelope);
+    assert_eq!(&message[..12], b"apr-v1-sign\0");
+    assert_eq!(
+        hex::encode(&message[12..]),
+        "7a51919577ecbbe7da375d71cb369d141bccca86c1c505a617748748ec864323"
+    );
+    assert_eq!(bytes[0x35], envelope_sign::ALGORITHM_ED25519_SHA256);
 }
 
 #[test]
@@ -335,6 +351,7 @@ fn verify_args<'a>(path: &'a Path, pub_file: &'a Path) -> [&'a std::ffi::OsStr; 
 fn python_verifies_rust_signatures_and_rust_verifies_python_signatures() {
     let pub_file = data("kat_identity.key.pub");
     for name in ["kat_signed.apr", "kat_encrypted_signed.ald"] {
+        // Both algorithm 0x02 (SHA-256), as this build writes.
         python_ok(&verify_args(&data(name), &pub_file));
     }
     // A flipped byte (CRC fixed) must fail in Python too.
@@ -364,6 +381,39 @@ fn python_verifies_rust_signatures_and_rust_verifies_python_signatures() {
         check(&bytes, &trusted()).unwrap(),
         publisher().signing_public_key()
     );
+
+    // Python signs as earlier builds did (algorithm 0x01, SHA-512); both Rust verifiers accept it.
+    let legacy = dir.path().join("legacy.apr");
+    python_ok(&[
+        "sign".as_ref(),
+        unsigned.as_os_str(),
+        "--seed-hex".as_ref(),
+        seed.as_ref(),
+        "--algorithm".as_ref(),
+        "0x01".as_ref(),
+        "-o".as_ref(),
+        legacy.as_os_str(),
+    ]);
+    let bytes = std::fs::read(&legacy).unwrap();
+    let body = test_support::section_range(&bytes, Section::Signature);
+    assert_eq!(bytes[body.start], envelope_sign::ALGORITHM_ED25519_SHA512);
+    assert_eq!(
+        check(&bytes, &trusted()).unwrap(),
+        publisher().signing_public_key()
+    );
+    assert_eq!(
+        envelope_sign::fs::verify_file(&legacy, None, &trusted()).unwrap(),
+        publisher().signing_public_key()
+    );
+    // Python verifies the legacy vector, and a large file signed by the one-read signer.
+    python_ok(&verify_args(&data("kat_signed_sha512.apr"), &pub_file));
+    let large = dir.path().join("large.apr");
+    let payload: Vec<u8> = (0..(2usize << 20) + 77)
+        .map(|i| i.to_le_bytes()[1])
+        .collect();
+    std::fs::write(&large, model(&payload)).unwrap();
+    envelope_sign::fs::sign_file(&large, None, &large, &publisher().signing_key()).unwrap();
+    python_ok(&verify_args(&large, &pub_file));
 
     // Python opens the key file and decrypts the encrypted and signed file with the X25519 key it
     // derives from the seed.

@@ -9,8 +9,9 @@ $INTEROP_PYTHON:
       writes the decrypted, decompressed payload to stdout
   reader.py verify FILE --public-key-file PUB
       exit 0 if the signature verifies with an ed25519 key of PUB
-  reader.py sign FILE --seed-hex HEX -o OUT
-      signs FILE with the Ed25519 key whose RFC 8032 secret is the seed
+  reader.py sign FILE --seed-hex HEX [--algorithm 0x02|0x01] -o OUT
+      signs FILE with the Ed25519 key whose RFC 8032 secret is the seed (SHA-256 by default,
+      SHA-512 with 0x01 as earlier builds wrote)
   reader.py open-message FILE --secret-hex HEX
       opens a sealed x25519-aes256gcm-v1 message (private queries), plaintext to stdout
   reader.py explain FILE [--password PW | --secret-hex HEX]
@@ -247,9 +248,14 @@ def open_message(sealed, secret):
 
 # --- signing.md ----------------------------------------------------------------------------------
 
-def signed_message(data, info):
+# signing.md §2-3: the algorithm byte names the digest of the signed regions. 0x02 (SHA-256) is
+# written; 0x01 (SHA-512) was written by earlier versions and is still verified.
+DIGESTS = {0x01: hashlib.sha512, 0x02: hashlib.sha256}
+
+
+def signed_message(data, info, algorithm):
     s, e = info["sections"]["signature"]
-    digest = hashlib.sha512(data[:s] + data[e:len(data) - 4]).digest()
+    digest = DIGESTS[algorithm](data[:s] + data[e:len(data) - 4]).digest()
     return f"{info['format']}-v1-sign".encode() + b"\0" + digest
 
 
@@ -259,19 +265,20 @@ def verify(data, trusted):
         raise Refused("SignatureInvalid: missing")
     s, e = info["sections"]["signature"]
     body = data[s:e]
-    if len(body) != 97 or body[0] != 0x01:
+    if len(body) != 97 or body[0] not in DIGESTS:
         raise Refused("SignatureInvalid: malformed")
     signer, signature = body[1:33], body[33:97]
     if signer not in trusted:
         raise Refused("SignatureInvalid: untrusted key")
     try:
-        Ed25519PublicKey.from_public_bytes(signer).verify(signature, signed_message(data, info))
+        Ed25519PublicKey.from_public_bytes(signer).verify(
+            signature, signed_message(data, info, body[0]))
     except InvalidSignature:
         raise Refused("SignatureInvalid: mismatch") from None
     return signer
 
 
-def sign(data, seed):
+def sign(data, seed, algorithm=0x02):
     """Re-encodes `data` with a signature block (replacing any) and signs it."""
     info = walk(data)
     p0, p1 = info["sections"]["payload"]
@@ -283,7 +290,7 @@ def sign(data, seed):
     info = walk(placeholder)
     key = Ed25519PrivateKey.from_private_bytes(seed)
     signer = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    body = b"\x01" + signer + key.sign(signed_message(placeholder, info))
+    body = bytes([algorithm]) + signer + key.sign(signed_message(placeholder, info, algorithm))
     s, e = info["sections"]["signature"]
     out = placeholder[:s] + body + placeholder[e:len(placeholder) - 4]
     return out + struct.pack("<I", zlib.crc32(out))
@@ -334,6 +341,8 @@ def main():
     parser.add_argument("--key-file")
     parser.add_argument("--public-key-file")
     parser.add_argument("--seed-hex")
+    parser.add_argument("--algorithm", type=lambda text: int(text, 0), default=0x02,
+                        help="sign: the algorithm byte, 0x02 (SHA-256) or 0x01 (SHA-512, as earlier builds)")
     parser.add_argument("-o", "--output")
     args = parser.parse_args()
     data = open(args.file, "rb").read()
@@ -352,7 +361,7 @@ def main():
             signer = verify(data, trusted)
             print(f"ok: signed by ed25519 {base64.b64encode(signer).decode()}")
         elif args.command == "sign":
-            open(args.output, "wb").write(sign(data, bytes.fromhex(args.seed_hex)))
+            open(args.output, "wb").write(sign(data, bytes.fromhex(args.seed_hex), args.algorithm))
         else:
             info = walk(data)
             for name, (s, e) in info["sections"].items():

@@ -6,9 +6,11 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use envelope_core::{Compression, EnvelopeParts, Format, Payload};
+use envelope_core::{Compression, Envelope, EnvelopeParts, Format, Payload, Section};
 use envelope_crypto::{Argon2Params, EncryptOptions, EncryptTo, Password, encrypt};
-use envelope_sign::{Identity, TrustedKeys, sign};
+use envelope_sign::{
+    Algorithm, Identity, SignatureBlock, SigningKey, TrustedKeys, message_of, sign,
+};
 
 pub(crate) use test_support::CountingRng;
 
@@ -41,6 +43,23 @@ pub(crate) fn model(payload: &[u8]) -> Vec<u8> {
     parts.payload = Payload::compressed(Compression::None, payload).unwrap();
     parts.license = Some(Cow::Borrowed(b"licensee=Acme;expires=2027-01-01"));
     parts.to_bytes().unwrap()
+}
+
+/// `bytes` signed as builds before algorithm `0x02` signed (algorithm `0x01`, SHA-512): what
+/// [`sign`] makes, with the block re-made over the SHA-512 message. Independent of the new code's
+/// digest: the signed regions leave the block's body out.
+pub(crate) fn sign_sha512(bytes: &[u8], key: &SigningKey) -> Vec<u8> {
+    let mut signed = sign(bytes, key).unwrap();
+    let envelope = Envelope::parse_any(&signed[..]).unwrap();
+    let message = message_of(&envelope, Algorithm::Ed25519Sha512);
+    let block = SignatureBlock {
+        algorithm: Algorithm::Ed25519Sha512,
+        ..SignatureBlock::new(key, message.as_bytes())
+    };
+    let at = test_support::section_range(&signed, Section::Signature).start;
+    signed[at..at + envelope_sign::SIGNATURE_BLOCK_LEN].copy_from_slice(&block.encode());
+    test_support::fix_crc32_trailer(&mut signed);
+    signed
 }
 
 /// The small encrypted (recipient mode, to the publisher's own X25519 key) and signed dataset
@@ -77,6 +96,10 @@ pub(crate) fn kat_vectors() -> Vec<(&'static str, Vec<u8>)> {
         (
             "kat_signed.apr",
             sign(&model(b"weights"), &identity.signing_key()).unwrap(),
+        ),
+        (
+            "kat_signed_sha512.apr",
+            sign_sha512(&model(b"weights"), &identity.signing_key()),
         ),
         ("kat_encrypted_signed.ald", encrypted_and_signed()),
         (
