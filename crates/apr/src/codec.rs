@@ -743,10 +743,15 @@ mod tests {
         let model = model(12, 512);
         let bytes =
             save_tensors_to_bytes(&model, ModelType::Custom, &SaveOptions::default()).unwrap();
-        let loaded = load_tensors_from_bytes(&bytes, ModelType::Custom).unwrap();
+        // The one pass itself, not its fallback, loads the intact file.
+        let loaded = load_tensors_in_one_pass(&bytes, ModelType::Custom).unwrap();
         assert_eq!(
             loaded,
             AprFile::parse(&bytes[..]).unwrap().tensors().unwrap()
+        );
+        assert_eq!(
+            load_tensors_from_bytes(&bytes, ModelType::Custom).unwrap(),
+            loaded
         );
         assert_eq!(loaded, model);
         let file = AprFile::parse(&bytes[..]).unwrap();
@@ -768,6 +773,12 @@ mod tests {
         ] {
             let mut damaged = bytes.clone();
             damaged[at] ^= 0x10;
+            // The one pass refuses it on its own (whatever its own signal), then the load
+            // reports the two-pass verdict.
+            assert!(
+                load_tensors_in_one_pass(&damaged, ModelType::Custom).is_err(),
+                "byte {at}"
+            );
             let two_pass = AprFile::parse(&damaged[..]).unwrap_err();
             let one_pass = load_tensors_from_bytes(&damaged, ModelType::Custom).unwrap_err();
             assert_eq!(two_pass.signal(), Signal::ChecksumMismatch, "byte {at}");
