@@ -3,13 +3,14 @@
 //! and `get_rows` at random offsets of STREAMING files of two sizes.
 //!
 //! ```text
-//! ALD_BENCH_MIB=256 cargo bench -p ald --bench formats
+//! ALD_BENCH_MIB=32,1024 cargo bench -p ald --bench formats
 //! ```
 //!
 //! Saving is measured into memory (no disk, no fsync: the formats' own cost); loading is measured
 //! from files in the page cache (each reader opens the file itself and keeps the whole table). Sizes come from
-//! `ALD_BENCH_MIB` (table size in memory, default 256) and `ALD_BENCH_ROWS_MIB` (the two
-//! STREAMING file sizes, default `100,1024`).
+//! `ALD_BENCH_MIB` (table sizes in memory, comma-separated, default 256) and `ALD_BENCH_ROWS_MIB`
+//! (the two STREAMING file sizes, default `100,1024`). `alimentar convert` writes the
+//! "ald-zstd-l3-streaming" form by default.
 
 #![allow(
     clippy::cast_possible_truncation,
@@ -158,7 +159,12 @@ const ALD: [(&str, Compression); 3] = [
 ];
 
 fn save_and_load(c: &mut Criterion) {
-    let mib = env_mib("ALD_BENCH_MIB", "256")[0];
+    for mib in env_mib("ALD_BENCH_MIB", "256") {
+        save_and_load_size(c, mib);
+    }
+}
+
+fn save_and_load_size(c: &mut Criterion, mib: usize) {
     let data = table(mib);
     let in_memory: u64 = data
         .batches()

@@ -19,9 +19,10 @@ use crate::ipc;
 use crate::load::{LoadOptions, Loaded, Opened, check_rows};
 use crate::{Error, Result};
 
-/// Below this many decoded bytes a file is decoded on the calling thread alone: starting threads
-/// would cost more than they save.
-const PARALLEL_MIN_BYTES: u64 = 16 << 20;
+/// Below this many decoded bytes a file is decoded on the calling thread alone: starting a thread
+/// (tens of microseconds) would cost more than it saves. At 4 MiB a second thread already saves
+/// a millisecond or more of decoding, and `alimentar convert` writes STREAMING files of every size.
+const PARALLEL_MIN_BYTES: u64 = 4 << 20;
 
 /// Whether the header says STREAMING and neither ENCRYPTED nor TRUENO_NATIVE: the files
 /// [`load_streaming`] reads. Only a routing hint: every path verifies the header itself.
@@ -40,13 +41,28 @@ pub(crate) fn is_plain_streaming(bytes: &[u8]) -> bool {
 /// Loads a plain STREAMING file (see [`is_plain_streaming`]) in one pass, decoding its chunks on
 /// up to `threads` threads (1: the calling thread only, the only choice on wasm32).
 ///
+/// A file this path refuses is refused with the signal a whole-file verification gives it: if
+/// its whole-file CRC32 fails, the error is `ChecksumMismatch` for the CRC32 (computed only then),
+/// whichever byte is damaged. Without this, a flipped size field in the header would be found
+/// out of bounds by the lazy walk (`InvalidFormat`) before the prefix CRC-32C could be checked.
+///
 /// # Errors
-/// As [`crate::load_from_bytes_with`]; a damaged chunk is `ChecksumMismatch` (its CRC-32C).
+/// As [`crate::load_from_bytes_with`]; a damaged file is `ChecksumMismatch`.
 pub(crate) fn load_streaming(
     bytes: &[u8],
     options: &LoadOptions<'_>,
     threads: usize,
 ) -> Result<Loaded> {
+    load_lazily(bytes, options, threads).map_err(|error| {
+        match Envelope::parse(bytes, Format::Dataset) {
+            Err(whole) => whole.into(),
+            Ok(_) => error,
+        }
+    })
+}
+
+/// [`load_streaming`] without the whole-file verdict on refused files.
+fn load_lazily(bytes: &[u8], options: &LoadOptions<'_>, threads: usize) -> Result<Loaded> {
     let envelope = Envelope::parse_lazy(bytes, Format::Dataset)?.with_limits(options.limits);
     let layout = envelope.layout();
     let has_trailing_frames =

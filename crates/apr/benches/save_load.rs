@@ -95,6 +95,14 @@ fn bench(c: &mut Criterion) {
     group.bench_function("apr/load", |b| {
         b.iter(|| apr::load_tensors_from_bytes(black_box(&apr_file), ModelType::NeuralSequential))
     });
+    // What `load_tensors_from_bytes` did before it checked the CRC32 while copying: the whole-file
+    // CRC32 in a pass of its own (`AprFile::parse`), then every tensor copied out.
+    group.bench_function("apr/parse+tensors (two passes)", |b| {
+        b.iter(|| {
+            let file = apr::AprFile::parse(black_box(&apr_file[..])).expect("parse");
+            file.tensors()
+        })
+    });
     group.bench_function("safetensors/deserialize+copy", |b| {
         b.iter(|| {
             let file = SafeTensors::deserialize(black_box(&st_file)).expect("deserialize");

@@ -191,13 +191,65 @@ pub fn load_from_bytes<M: DeserializeOwned>(bytes: &[u8], expected_type: ModelTy
 
 /// Loads a tensor model from `.apr` bytes.
 ///
+/// Every byte of the file is checked by the whole-file CRC32 before any tensor is returned, as
+/// [`AprFile::parse`] checks it, but in one pass: what precedes the payload (header, metadata,
+/// chunk index) is checked first by the chunk index's prefix CRC-32C ([`AprFile::parse_lazy`]),
+/// and the CRC32 of each tensor's bytes is computed piece by piece as they are copied out, while
+/// they are still in the processor's cache; the model is returned only once the CRC32 of the
+/// whole file matches its trailer. A compressed or encrypted file is verified whole first.
+///
+/// A file this one pass refuses is refused as the two-pass load ([`AprFile::parse`], then the
+/// tensors) refuses it: the same check comes first (the whole-file CRC32), so a damaged file gets
+/// the same signal whichever of its bytes is damaged (a flipped size field in the header, which
+/// the lazy walk finds out of bounds before the prefix CRC-32C can be checked, is still
+/// `ChecksumMismatch`).
+///
 /// # Errors
 /// As [`load_from_bytes`], and `QuantizationCorrupt` / `UnsupportedQuantization` for quantized
 /// tensors whose data or type byte is wrong.
 pub fn load_tensors_from_bytes(bytes: &[u8], expected_type: ModelType) -> Result<TensorModel> {
-    let file = AprFile::parse(bytes)?;
+    load_tensors_in_one_pass(bytes, expected_type).or_else(|_| {
+        let file = AprFile::parse(bytes)?;
+        file.expect_type(expected_type)?;
+        file.tensors()
+    })
+}
+
+/// [`load_tensors_from_bytes`] without its fallback for refused files.
+fn load_tensors_in_one_pass(bytes: &[u8], expected_type: ModelType) -> Result<TensorModel> {
+    let file = AprFile::parse_lazy(bytes)?;
     file.expect_type(expected_type)?;
-    file.tensors()
+    if file.envelope.is_fully_verified() || !file.is_plain_stored() {
+        file.envelope.verify_checksum()?;
+        return file
+            .tensors_from(|i| file.unpadded(i, file.envelope.decode_chunk(i)?.into_owned()));
+    }
+    file.tensors_checking_crc32()
+}
+
+/// `InvalidFormat`: chunks with gaps or overlaps (the envelope walk refuses them already).
+fn not_contiguous() -> Error {
+    Error::inconsistent("the chunks do not follow one another through the payload")
+}
+
+/// Natively, payloads of at least this many bytes are copied out on two threads: below it,
+/// starting a thread costs more than it saves.
+#[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
+const PARALLEL_MIN_BYTES: u64 = 8 << 20;
+
+/// Bytes copied (and checksummed) at a time: small enough to stay in the first-level data cache
+/// between the checksum and the copy.
+const PIECE: usize = 32 << 10;
+
+/// A copy of `stored` and the CRC `update` computes over it on the way, one cache-sized piece
+/// at a time (each piece is read from memory once, by the checksum, and copied from the cache).
+fn copy_checksummed(stored: &[u8], mut update: impl FnMut(&[u8])) -> Vec<u8> {
+    let mut out = Vec::with_capacity(stored.len());
+    for piece in stored.chunks(PIECE) {
+        update(piece);
+        out.extend_from_slice(piece);
+    }
+    out
 }
 
 /// A verified `.apr` file: the envelope has passed every check and the metadata is decoded and
@@ -250,8 +302,49 @@ impl<B: AsRef<[u8]>> AprFile<B> {
     }
 
     /// Chunk `position`, decoded; for a TRUENO_NATIVE file without its trailing padding.
+    ///
+    /// In a lazily opened file stored uncompressed and unencrypted, the chunk's CRC-32C is
+    /// computed while it is copied out (one read of the stored bytes), and the copy is returned
+    /// only if it matches, with the same `ChecksumMismatch` as [`Envelope::chunk`] reports.
     fn chunk_data(&self, position: usize) -> Result<Vec<u8>> {
+        if !self.envelope.is_fully_verified()
+            && self.is_plain_stored()
+            && let Some((stored, entry)) = self.stored_chunk(position)
+        {
+            let mut computed = 0;
+            let data = copy_checksummed(stored, |piece| {
+                computed = crc32c::crc32c_append(computed, piece);
+            });
+            if computed != entry.stored_crc32c {
+                return Err(envelope_core::Error::ChecksumMismatch {
+                    stored: entry.stored_crc32c,
+                    computed,
+                }
+                .into());
+            }
+            return self.unpadded(position, data);
+        }
         self.unpadded(position, self.envelope.decode_chunk(position)?.into_owned())
+    }
+
+    /// Whether the payload is stored as is: chunked, neither compressed nor encrypted.
+    fn is_plain_stored(&self) -> bool {
+        let header = self.envelope.header();
+        self.envelope.chunk_index().is_some()
+            && header.compression() == Compression::None
+            && !header.flags().contains(envelope_core::Flags::ENCRYPTED)
+    }
+
+    /// The stored bytes of chunk `position` and its index entry, when they decode to themselves
+    /// (a plain stored payload whose entry declares as many decoded bytes as it stores).
+    fn stored_chunk(&self, position: usize) -> Option<(&[u8], &envelope_core::ChunkEntry)> {
+        let entry = self.envelope.chunk_index()?.entries().get(position)?;
+        let range = entry.stored_range();
+        let stored = self
+            .envelope
+            .payload()
+            .get(usize::try_from(range.start).ok()?..usize::try_from(range.end).ok()?)?;
+        (entry.uncompressed_size == entry.stored_size).then_some((stored, entry))
     }
 
     /// `data`, the decoded chunk `position`, without the padding a TRUENO_NATIVE file puts after
@@ -369,6 +462,125 @@ impl<B: AsRef<[u8]>> AprFile<B> {
 
     fn build(&self, position: usize, data: Vec<u8>) -> Result<Tensor> {
         build(&self.metadata, position, data)
+    }
+}
+
+/// The one-pass load of a plain stored file, its runs shared between threads natively.
+impl<B: AsRef<[u8]> + Sync> AprFile<B> {
+    /// Every tensor of a lazily opened, plain stored file (see [`load_tensors_from_bytes`]): the
+    /// whole-file CRC32, each chunk's share computed while the chunk is copied out, compared with
+    /// the trailer before the model is returned. Nothing is handed out on a mismatch, which is
+    /// reported as `ChecksumMismatch` with the trailer's and the computed CRC32, exactly as
+    /// [`Envelope::parse`] reports it.
+    ///
+    /// Natively (the `fs` feature), a payload of at least [`PARALLEL_MIN_BYTES`] is split into
+    /// two runs of chunks, copied and hashed on two threads; the two CRC32s are combined.
+    fn tensors_checking_crc32(&self) -> Result<TensorModel> {
+        if self.metadata.payload != PayloadKind::Tensors {
+            return Err(Error::WrongPayload {
+                found: self.metadata.payload,
+            });
+        }
+        let bytes = self.envelope.as_bytes();
+        let layout = self.envelope.layout();
+        let payload = layout
+            .span(envelope_core::Section::Payload)
+            .unwrap_or_default();
+        let to_usize = |at: u64| envelope_core::Error::fit_in_memory("the file", at);
+        let payload_start = to_usize(payload.offset)?;
+        let payload_end = to_usize(payload.end())?;
+        let trailer = to_usize(layout.checksum_offset())?;
+        // Chunks are contiguous and in order (the walk checks it; checked again here because the
+        // CRC32 of the chunks one after the other must be the CRC32 of the payload).
+        let entries = self
+            .envelope
+            .chunk_index()
+            .map(|index| index.entries())
+            .unwrap_or_default();
+        let mut next = 0u64;
+        for entry in entries {
+            if entry.stored_offset != next {
+                return Err(not_contiguous());
+            }
+            next += entry.stored_size;
+        }
+        if next != payload.len {
+            return Err(not_contiguous());
+        }
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&bytes[..payload_start]);
+        let (tensors, runs) = self.copy_runs(entries)?;
+        for run in &runs {
+            crc.combine(run);
+        }
+        crc.update(&bytes[payload_end..trailer]);
+        let computed = crc.finalize();
+        let stored = layout.checksum();
+        if computed != stored {
+            return Err(envelope_core::Error::ChecksumMismatch { stored, computed }.into());
+        }
+        Ok(TensorModel {
+            tensors,
+            quantization: self.metadata.quantization.clone(),
+        })
+    }
+
+    /// The tensors of chunks `run`, each copied out while its bytes are hashed, and the CRC32 of
+    /// the run's stored bytes.
+    fn copy_run(&self, run: core::ops::Range<usize>) -> Result<(Vec<Tensor>, crc32fast::Hasher)> {
+        let mut crc = crc32fast::Hasher::new();
+        let mut tensors = Vec::with_capacity(run.len());
+        for position in run {
+            let (stored, _) = self.stored_chunk(position).ok_or_else(not_contiguous)?;
+            let data = copy_checksummed(stored, |piece| crc.update(piece));
+            tensors.push(self.build(position, self.unpadded(position, data)?)?);
+        }
+        Ok((tensors, crc))
+    }
+
+    /// Every chunk's tensor and the CRC32 of each run of chunks, in order: one run on the calling
+    /// thread (wasm32, small payloads, or without the `fs` feature).
+    #[cfg(not(all(feature = "fs", not(target_arch = "wasm32"))))]
+    fn copy_runs(
+        &self,
+        entries: &[envelope_core::ChunkEntry],
+    ) -> Result<(Vec<Tensor>, Vec<crc32fast::Hasher>)> {
+        let (tensors, crc) = self.copy_run(0..entries.len())?;
+        Ok((tensors, vec![crc]))
+    }
+
+    /// Every chunk's tensor and the CRC32 of each run of chunks, in order: natively, a payload of
+    /// at least [`PARALLEL_MIN_BYTES`] is split in two runs of about equal size, the second
+    /// copied and hashed on a scoped thread while the calling thread does the first (both the
+    /// page faults of the fresh tensor buffers and the checksum divide between the cores).
+    #[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
+    fn copy_runs(
+        &self,
+        entries: &[envelope_core::ChunkEntry],
+    ) -> Result<(Vec<Tensor>, Vec<crc32fast::Hasher>)> {
+        let total: u64 = entries.iter().map(|entry| entry.stored_size).sum();
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        if total < PARALLEL_MIN_BYTES || cores < 2 || entries.len() < 2 {
+            let (tensors, crc) = self.copy_run(0..entries.len())?;
+            return Ok((tensors, vec![crc]));
+        }
+        // The first chunk that ends past half the payload starts the second run.
+        let split = entries
+            .iter()
+            .position(|entry| entry.stored_offset + entry.stored_size > total / 2)
+            .unwrap_or(entries.len())
+            .clamp(1, entries.len() - 1);
+        let (first, second) = std::thread::scope(|scope| {
+            let second = scope.spawn(|| self.copy_run(split..entries.len()));
+            let first = self.copy_run(0..split);
+            (first, second.join())
+        });
+        let (mut tensors, first_crc) = first?;
+        let (rest, second_crc) = second.unwrap_or(Err(Error::inconsistent(
+            "a thread copying tensors stopped unexpectedly",
+        )))?;
+        tensors.extend(rest);
+        Ok((tensors, vec![first_crc, second_crc]))
     }
 }
 
@@ -504,6 +716,104 @@ fn check_structure<B: AsRef<[u8]>>(envelope: &Envelope<B>, metadata: &ModelMetad
 #[cfg(test)]
 mod tests {
     use super::*;
+    use envelope_core::Signal;
+
+    /// `count` f32 tensors of `side` × `side`, each with its own values.
+    fn model(count: usize, side: usize) -> TensorModel {
+        TensorModel::new(
+            (0..count)
+                .map(|t| {
+                    let values: Vec<f32> = (0..side * side)
+                        .map(|i| (i * 31 + t * 7) as f32 * 1e-3)
+                        .collect();
+                    Tensor::from_f32(format!("t{t}"), vec![side as u64, side as u64], &values)
+                })
+                .collect::<Result<Vec<_>>>()
+                .unwrap(),
+        )
+        .unwrap()
+    }
+
+    /// The one-pass load (fused CRC32, and natively two threads past `PARALLEL_MIN_BYTES`: this
+    /// model is 12 MiB) hands out exactly what the two-pass load does, and refuses a flipped byte
+    /// anywhere in the file with the signal `Envelope::parse` gives it: in the header, the chunk
+    /// index, the first and the last tensor (one per thread), and the CRC32 trailer itself.
+    #[test]
+    fn the_one_pass_load_equals_the_two_pass_load_and_refuses_every_flipped_byte() {
+        let model = model(12, 512);
+        let bytes =
+            save_tensors_to_bytes(&model, ModelType::Custom, &SaveOptions::default()).unwrap();
+        // The one pass itself, not its fallback, loads the intact file.
+        let loaded = load_tensors_in_one_pass(&bytes, ModelType::Custom).unwrap();
+        assert_eq!(
+            loaded,
+            AprFile::parse(&bytes[..]).unwrap().tensors().unwrap()
+        );
+        assert_eq!(
+            load_tensors_from_bytes(&bytes, ModelType::Custom).unwrap(),
+            loaded
+        );
+        assert_eq!(loaded, model);
+        let file = AprFile::parse(&bytes[..]).unwrap();
+        let payload = file
+            .envelope()
+            .layout()
+            .span(envelope_core::Section::Payload)
+            .unwrap();
+        let start = usize::try_from(payload.offset).unwrap();
+        let end = usize::try_from(payload.end()).unwrap();
+        for at in [
+            8,
+            start - 5,
+            start,
+            start + 1_000_003,
+            end - 1,
+            bytes.len() - 4,
+            bytes.len() - 1,
+        ] {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x10;
+            // The one pass refuses it on its own (whatever its own signal), then the load
+            // reports the two-pass verdict.
+            assert!(
+                load_tensors_in_one_pass(&damaged, ModelType::Custom).is_err(),
+                "byte {at}"
+            );
+            let two_pass = AprFile::parse(&damaged[..]).unwrap_err();
+            let one_pass = load_tensors_from_bytes(&damaged, ModelType::Custom).unwrap_err();
+            assert_eq!(two_pass.signal(), Signal::ChecksumMismatch, "byte {at}");
+            assert_eq!(
+                one_pass.signal(),
+                Signal::ChecksumMismatch,
+                "byte {at}: {one_pass}"
+            );
+        }
+    }
+
+    /// A lazily opened file copies each chunk out while computing its CRC-32C: a flipped byte
+    /// in a tensor is refused when that tensor is read, with the envelope's `ChecksumMismatch`.
+    #[test]
+    fn a_lazily_opened_file_checks_each_chunk_while_copying_it() {
+        let model = model(3, 64);
+        let bytes =
+            save_tensors_to_bytes(&model, ModelType::Custom, &SaveOptions::default()).unwrap();
+        assert_eq!(
+            AprFile::parse_lazy(&bytes[..]).unwrap().tensors().unwrap(),
+            model
+        );
+        let mut damaged = bytes.clone();
+        let at = bytes.len() - 4 - 100;
+        damaged[at] ^= 1;
+        let file = AprFile::parse_lazy(&damaged[..]).unwrap();
+        assert_eq!(file.tensor_at(0).unwrap(), model.tensors[0]);
+        let error = file.tensor_at(2).unwrap_err();
+        assert_eq!(error.signal(), Signal::ChecksumMismatch, "{error}");
+        let error = file.envelope().chunk(2).unwrap_err();
+        assert!(matches!(
+            error,
+            envelope_core::Error::ChecksumMismatch { .. }
+        ));
+    }
 
     #[test]
     fn deeply_nested_payloads_are_refused_without_overflowing_the_stack() {

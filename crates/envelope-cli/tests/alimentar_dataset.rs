@@ -287,18 +287,29 @@ fn invalid_format_unsupported_version_and_checksum_mismatch() {
     version[4] = 9;
     ws.write("version.ald", &version);
     assert_signal(&ws.run(&["schema", "version.ald"]), "UnsupportedVersion");
-    let mut flipped = good.clone();
-    let middle = flipped.len() / 2;
-    flipped[middle] ^= 0x10;
-    ws.write("flipped.ald", &flipped);
-    for command in ["head", "schema"] {
-        assert_signal(&ws.run(&[command, "flipped.ald"]), "ChecksumMismatch");
+    // A flipped payload byte, in the default (STREAMING) file and in a whole one: every command
+    // that reads rows refuses it. `schema` of a STREAMING file reads only what its chunk index's
+    // prefix CRC-32C covers (opening is lazy, docs/envelope.md §4.1), so it answers; of a whole
+    // file it checks the CRC32 first.
+    ws.ok(&["convert", "data.csv", "whole.ald", "--whole"]);
+    for (file, schema_refuses) in [("good.ald", false), ("whole.ald", true)] {
+        let mut flipped = ws.read(file);
+        let middle = flipped.len() / 2;
+        flipped[middle] ^= 0x10;
+        ws.write("flipped.ald", &flipped);
+        assert_signal(&ws.run(&["head", "flipped.ald"]), "ChecksumMismatch");
+        let schema = ws.run(&["schema", "flipped.ald"]);
+        if schema_refuses {
+            assert_signal(&schema, "ChecksumMismatch");
+        } else {
+            assert!(schema.status.success(), "{file}: {}", stderr(&schema));
+        }
+        assert_signal(
+            &ws.run(&["convert", "flipped.ald", "out.csv"]),
+            "ChecksumMismatch",
+        );
+        assert!(!Path::new(&ws.path("out.csv")).exists());
     }
-    assert_signal(
-        &ws.run(&["convert", "flipped.ald", "out.csv"]),
-        "ChecksumMismatch",
-    );
-    assert!(!Path::new(&ws.path("out.csv")).exists());
 }
 
 #[test]
@@ -448,11 +459,10 @@ fn license_expired_files_are_refused() {
     ws.ok(&["head", "valid.ald"]);
 }
 
-/// Inputs over 64 MiB become STREAMING `.ald` files unless `--whole` says otherwise (bounded
-/// memory while converting, lazy opening and loading on every core afterwards); small ones stay
-/// whole unless `--streaming` says otherwise.
+/// `.ald` outputs of any size are STREAMING unless `--whole` says otherwise (bounded memory while
+/// converting, lazy opening, and loading on every core afterwards, issue 18).
 #[test]
-fn large_inputs_convert_to_streaming_files_by_default() {
+fn inputs_of_every_size_convert_to_streaming_files_by_default() {
     let ws = Workspace::new();
     let long = "x".repeat(1 << 20);
     let mut csv = String::from("id,text\n");
@@ -482,10 +492,25 @@ fn large_inputs_convert_to_streaming_files_by_default() {
     );
     ws.ok(&["convert", "data.csv", "small.ald"]);
     assert!(
-        !info("small.ald").contains("STREAMING"),
+        info("small.ald").contains("STREAMING"),
         "{}",
         info("small.ald")
     );
+    ws.ok(&["convert", "data.csv", "small-whole.ald", "--whole"]);
+    assert!(
+        !info("small-whole.ald").contains("STREAMING"),
+        "{}",
+        info("small-whole.ald")
+    );
+    let chunked_whole = ws.run(&[
+        "convert",
+        "data.csv",
+        "y.ald",
+        "--whole",
+        "--chunk-rows",
+        "9",
+    ]);
+    assert!(!chunked_whole.status.success());
     let both = ws.run(&["convert", "big.csv", "x.ald", "--whole", "--streaming"]);
     assert!(!both.status.success());
     assert!(

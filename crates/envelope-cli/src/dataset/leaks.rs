@@ -64,7 +64,9 @@ fn read_input(path: &Path) -> anyhow::Result<Input> {
         };
         return Ok(Input {
             dataset: Source::open(path, read)?.read_all()?,
-            save: SaveOptions::new(DatasetType::Tabular, Compression::ZstdL3),
+            // As `convert` writes it by default: zstd, STREAMING.
+            save: SaveOptions::new(DatasetType::Tabular, Compression::ZstdL3)
+                .streaming(ald::DEFAULT_CHUNK_ROWS),
             license: None,
         });
     }

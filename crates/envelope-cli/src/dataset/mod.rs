@@ -75,15 +75,16 @@ pub struct ConvertArgs {
     #[arg(long = "type", value_name = "TYPE", default_value = "tabular")]
     pub dataset_type: String,
     /// Write a STREAMING .ald: row groups that are compressed, stored and read one at a time.
-    /// Converting into a STREAMING file holds one row group in memory, whatever the input size;
-    /// reading opens it lazily and loads its row groups on every core. The default for inputs
-    /// larger than 64 MiB (--whole to write one payload instead). With --trueno-native: the
-    /// large-file form, one chunk holding every row, whose chunk index records sizes past 4 GiB
-    /// (written without the flag too when the arrays need it).
+    /// The default for every .ald output but --trueno-native (--whole to write one payload
+    /// instead): converting holds one row group in memory, whatever the input size; reading
+    /// opens the file lazily, checks each row group just before decoding it and loads the row
+    /// groups on every core. With --trueno-native: the large-file form, one chunk holding every
+    /// row, whose chunk index records sizes past 4 GiB (written without the flag too when the
+    /// arrays need it).
     #[arg(long)]
     pub streaming: bool,
-    /// Write an .ald output as one payload (not STREAMING) even for an input larger than 64 MiB.
-    /// The whole table is then held in memory while converting.
+    /// Write an .ald output as one payload (not STREAMING): one compressed stream, which loads
+    /// on one core. The whole table is then held in memory while converting.
     #[arg(long, conflicts_with = "streaming")]
     pub whole: bool,
     /// Write the zero-copy deployment form of an .ald output (TRUENO_NATIVE, 000 §10): each
@@ -105,9 +106,9 @@ pub struct ConvertArgs {
         requires = "trueno_native"
     )]
     pub backend: String,
-    /// Rows per row group with --streaming [default: 65536]. Not with --trueno-native, whose one
-    /// chunk holds every row.
-    #[arg(long, value_name = "N", requires = "streaming")]
+    /// Rows per row group of a STREAMING .ald output [default: 65536]. Not with --whole, nor with
+    /// --trueno-native, whose one chunk holds every row.
+    #[arg(long, value_name = "N", conflicts_with = "whole")]
     pub chunk_rows: Option<usize>,
     /// A JSON dataset card for an .ald output: either a DatasetCard object (name, version,
     /// license, tags, description, sources, intended_uses, limitations, citation) or the whole
@@ -292,7 +293,10 @@ pub fn convert(tool: Tool, args: &ConvertArgs) -> anyhow::Result<()> {
         args.dataset_type.parse::<DatasetType>()?,
         args.compression.unwrap_or(CompressionArg::ZstdL3).into(),
     );
-    if args.streaming || (!args.whole && large_input(&args.input)) {
+    // STREAMING whatever the size (issue 18): a whole payload is one compressed stream, which
+    // only one core can decode, and which is slower to load than Parquet on large tables; row
+    // groups load on every core and are each checked while still in cache (BENCHMARKS.md, ald).
+    if !args.whole {
         save.chunk_rows = Some(args.chunk_rows.unwrap_or(ald::DEFAULT_CHUNK_ROWS));
     }
     if let Some(card) = &args.card {
@@ -308,15 +312,6 @@ pub fn convert(tool: Tool, args: &ConvertArgs) -> anyhow::Result<()> {
         &format!("wrote {rows} rows to {shown} ({})", kind.name()),
         json!({ "ok": true, "output": shown, "kind": kind.name(), "rows": rows }),
     )
-}
-
-/// Inputs larger than this are converted into STREAMING `.ald` files unless `--whole` says
-/// otherwise: bounded memory while converting, lazy opening and loading on every core afterwards.
-const AUTO_STREAMING_INPUT_BYTES: u64 = 64 << 20;
-
-/// Whether `input` is large enough to be written STREAMING by default.
-fn large_input(input: &std::path::Path) -> bool {
-    std::fs::metadata(input).is_ok_and(|meta| meta.len() > AUTO_STREAMING_INPUT_BYTES)
 }
 
 /// `Usage` unless the options of `convert --trueno-native` fit together (checked before the
