@@ -309,6 +309,117 @@ pub fn dequantize_q4_1(blocks: &[u8], out: &mut [f32]) -> Result<(), KernelError
     })
 }
 
+/// Bytes of one block of `quant`, `None` for the types that are not blocks of 32.
+#[must_use]
+pub const fn block_bytes(quant: super::QuantType) -> Option<usize> {
+    match quant {
+        super::QuantType::Q8_0 => Some(Q8_0_BLOCK_BYTES),
+        super::QuantType::Q4_0 => Some(Q4_0_BLOCK_BYTES),
+        super::QuantType::Q4_1 => Some(Q4_1_BLOCK_BYTES),
+        super::QuantType::Q8Tensor | super::QuantType::Custom => None,
+    }
+}
+
+/// Quantizes `values` with the kernel of the block type `quant` (see [`block_bytes`]).
+///
+/// # Errors
+/// As [`quantize_q8_0`]; [`KernelError::Length`] for a type that is not a block type.
+pub fn quantize_blocks(
+    quant: super::QuantType,
+    values: &[f32],
+    out: &mut [u8],
+) -> Result<(), KernelError> {
+    match quant {
+        super::QuantType::Q8_0 => quantize_q8_0(values, out),
+        super::QuantType::Q4_0 => quantize_q4_0(values, out),
+        super::QuantType::Q4_1 => quantize_q4_1(values, out),
+        super::QuantType::Q8Tensor | super::QuantType::Custom => Err(KernelError::Length),
+    }
+}
+
+/// Dequantizes `blocks` with the kernel of the block type `quant`.
+///
+/// # Errors
+/// As [`dequantize_q8_0`]; [`KernelError::Length`] for a type that is not a block type.
+pub fn dequantize_blocks(
+    quant: super::QuantType,
+    blocks: &[u8],
+    out: &mut [f32],
+) -> Result<(), KernelError> {
+    match quant {
+        super::QuantType::Q8_0 => dequantize_q8_0(blocks, out),
+        super::QuantType::Q4_0 => dequantize_q4_0(blocks, out),
+        super::QuantType::Q4_1 => dequantize_q4_1(blocks, out),
+        super::QuantType::Q8Tensor | super::QuantType::Custom => Err(KernelError::Length),
+    }
+}
+
+/// The running sums of [`super::relative_error`], fed a piece at a time in element order, so
+/// that a tensor's error can be measured while it is quantized (its values still in cache)
+/// instead of in a second pass over a dequantized copy. The sums are taken in exactly the order
+/// of the one-pass function, so the result is the same to the bit.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ErrorSums {
+    err: f64,
+    norm: f64,
+    non_finite: bool,
+}
+
+impl ErrorSums {
+    /// Adds the next values, `original` and its approximation `approx` (same length).
+    #[inline]
+    pub fn add(&mut self, original: &[f32], approx: &[f32]) {
+        let (mut err, mut norm, mut finite) = (self.err, self.norm, true);
+        for (&a, &b) in original.iter().zip(approx) {
+            let diff = f64::from(a) - f64::from(b);
+            err += diff * diff;
+            norm += f64::from(a) * f64::from(a);
+            finite &= b.is_finite();
+        }
+        self.err = err;
+        self.norm = norm;
+        self.non_finite |= !finite;
+    }
+
+    /// Dequantizes `blocks` (of type `quant`) into `scratch` and adds them against `original`,
+    /// whose length they must cover.
+    ///
+    /// # Errors
+    /// As [`dequantize_blocks`] (`scratch` must hold `original.len()` values).
+    pub fn add_blocks(
+        &mut self,
+        quant: super::QuantType,
+        original: &[f32],
+        blocks: &[u8],
+        scratch: &mut [f32],
+    ) -> Result<(), KernelError> {
+        let scratch = scratch
+            .get_mut(..original.len())
+            .ok_or(KernelError::Length)?;
+        dequantize_blocks(quant, blocks, scratch)?;
+        self.add(original, scratch);
+        Ok(())
+    }
+
+    /// Whether an approximation was NaN or infinite (a scale that overflowed its f16).
+    #[must_use]
+    pub fn saw_non_finite(&self) -> bool {
+        self.non_finite
+    }
+
+    /// `||x - approx|| / ||x||`: 0 when both sums are 0, infinity for an all-zero `x` with a
+    /// non-zero error.
+    #[must_use]
+    pub fn relative_error(&self) -> f32 {
+        if self.norm == 0.0 {
+            return if self.err == 0.0 { 0.0 } else { f32::INFINITY };
+        }
+        #[allow(clippy::cast_possible_truncation, reason = "a ratio, reported in f32")]
+        let ratio = (self.err / self.norm).sqrt() as f32;
+        ratio
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -218,18 +218,9 @@ impl QuantizationInfo {
 /// Relative RMS error of `approx` against `original`.
 #[must_use]
 pub fn relative_error(original: &[f32], approx: &[f32]) -> f32 {
-    let (mut err, mut norm) = (0.0f64, 0.0f64);
-    for (&a, &b) in original.iter().zip(approx) {
-        let diff = f64::from(a) - f64::from(b);
-        err += diff * diff;
-        norm += f64::from(a) * f64::from(a);
-    }
-    if norm == 0.0 {
-        return if err == 0.0 { 0.0 } else { f32::INFINITY };
-    }
-    #[allow(clippy::cast_possible_truncation, reason = "a ratio, reported in f32")]
-    let ratio = (err / norm).sqrt() as f32;
-    ratio
+    let mut sums = kernels::ErrorSums::default();
+    sums.add(original, approx);
+    sums.relative_error()
 }
 
 #[cfg(test)]

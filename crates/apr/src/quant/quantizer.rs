@@ -42,6 +42,13 @@ pub trait Quantizer: Send + Sync {
 
     /// Storage cost in bits per weight.
     fn bits_per_weight(&self) -> f32;
+
+    /// The built-in block type this quantizer is exactly the kernel of (Q8_0, Q4_0, Q4_1), so
+    /// that a streaming quantizer may run [`super::kernels`] in its place. `None` (the default)
+    /// for every other quantizer: plugins keep it.
+    fn built_in_block_type(&self) -> Option<QuantType> {
+        None
+    }
 }
 
 fn element_count(shape: &[usize]) -> Option<usize> {
@@ -136,6 +143,9 @@ macro_rules! block_quantizer {
             }
             fn bits_per_weight(&self) -> f32 {
                 $bits
+            }
+            fn built_in_block_type(&self) -> Option<QuantType> {
+                Some($quant)
             }
         }
     };
