@@ -98,7 +98,10 @@ fn quantize_fast<B: AsRef<[u8]>>(
     };
     // Verified (CRC-32C) before any byte of it is read; borrowed from the mapping when stored
     // uncompressed.
-    let chunk = file.envelope().decode_chunk(position)?;
+    let chunk = match checked_chunk(file.envelope(), position, threads) {
+        Some(stored) => std::borrow::Cow::Borrowed(stored),
+        None => file.envelope().decode_chunk(position)?,
+    };
     if dtype.byte_len(elements as u64) != Some(chunk.len() as u64) {
         return Ok(false);
     }
@@ -133,6 +136,54 @@ fn quantize_fast<B: AsRef<[u8]>>(
     Ok(true)
 }
 
+/// Chunk `position` of an uncompressed, unencrypted file opened lazily, its CRC-32C checked on
+/// `threads` threads (the pieces' CRCs combined), as [`envelope_core::Envelope::decode_chunk`]
+/// would check it on one. `None` when that does not apply or the check fails: `decode_chunk` then
+/// does the work, and reports a mismatch with its own error.
+fn checked_chunk<B: AsRef<[u8]>>(
+    envelope: &envelope_core::Envelope<B>,
+    position: usize,
+    threads: usize,
+) -> Option<&[u8]> {
+    let header = envelope.header();
+    if envelope.is_fully_verified()
+        || header.compression() != envelope_core::Compression::None
+        || header.flags().contains(envelope_core::Flags::ENCRYPTED)
+    {
+        return None;
+    }
+    let entry = envelope.chunk_index()?.entries().get(position)?;
+    let start = usize::try_from(entry.stored_offset).ok()?;
+    let end = start.checked_add(usize::try_from(entry.stored_size).ok()?)?;
+    let stored = envelope.payload().get(start..end)?;
+    (crc32c_parallel(stored, threads) == entry.stored_crc32c).then_some(stored)
+}
+
+/// CRC-32C of `bytes` computed in `threads` pieces at once and combined.
+fn crc32c_parallel(bytes: &[u8], threads: usize) -> u32 {
+    if threads < 2 || bytes.len() < PARALLEL_MIN {
+        return crc32c::crc32c(bytes);
+    }
+    let piece = bytes.len().div_ceil(threads);
+    let crcs: Vec<(u32, usize)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = bytes
+            .chunks(piece)
+            .map(|piece| scope.spawn(move || (crc32c::crc32c(piece), piece.len())))
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    crcs.into_iter()
+        .reduce(|(a, _), (b, len)| (crc32c::crc32c_combine(a, b, len), len))
+        .map_or(0, |(crc, _)| crc)
+}
+
 /// What quantizing a tensor found.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Outcome {
@@ -165,6 +216,25 @@ fn load_values(dtype: DType, bytes: &[u8], start: usize, dst: &mut [f32]) {
                 *v = f32::from_le_bytes(*b);
             }
         }
+    }
+}
+
+/// Quantizes values `range` of a `dtype` tensor stored in `bytes` into `dst`: f32 straight from
+/// the bytes, f16 and bf16 through `values` (a window's room).
+fn quantize_window(
+    quant: QuantType,
+    dtype: DType,
+    bytes: &[u8],
+    range: std::ops::Range<usize>,
+    values: &mut [f32],
+    dst: &mut [u8],
+) -> std::result::Result<(), KernelError> {
+    if dtype == DType::F32 {
+        kernels::quantize_blocks_le(quant, &bytes[range.start * 4..range.end * 4], dst)
+    } else {
+        let values = &mut values[..range.len()];
+        load_values(dtype, bytes, range.start, values);
+        kernels::quantize_blocks(quant, values, dst)
     }
 }
 
@@ -207,10 +277,7 @@ fn quantize_values(
                         break;
                     }
                     let Some(dst) = take(w) else { break };
-                    let range = span(w);
-                    let values = &mut values[..range.len()];
-                    load_values(dtype, bytes, range.start, values);
-                    if kernels::quantize_blocks(quant, values, dst) == Err(KernelError::NonFinite) {
+                    if quantize_window(quant, dtype, bytes, span(w), &mut values, dst).is_err() {
                         non_finite.store(true, Ordering::Relaxed);
                     }
                     let _ = done[w].set(dst);
@@ -261,7 +328,6 @@ where
             return Outcome::NonFinite;
         }
         let range = (args.span)(w);
-        let values = &mut values[..range.len()];
         let blocks: &[u8] = if args
             .next
             .compare_exchange(w, w + 1, Ordering::Relaxed, Ordering::Relaxed)
@@ -271,8 +337,16 @@ where
             let Some(dst) = (args.take)(w) else {
                 return Outcome::NonFinite;
             };
-            load_values(args.dtype, args.bytes, range.start, values);
-            if kernels::quantize_blocks(args.quant, values, dst).is_err() {
+            if quantize_window(
+                args.quant,
+                args.dtype,
+                args.bytes,
+                range.clone(),
+                &mut values,
+                dst,
+            )
+            .is_err()
+            {
                 args.non_finite.store(true, Ordering::Relaxed);
                 return Outcome::NonFinite;
             }
@@ -281,18 +355,21 @@ where
             let Some(blocks) = wait(&args.done[w], args.non_finite) else {
                 return Outcome::NonFinite;
             };
-            load_values(args.dtype, args.bytes, range.start, values);
             blocks
         };
         // After a scale overflowed the error no longer matters, but the rest of the tensor is
         // still quantized: a value that is not finite further on must win, as it does in
         // `QuantizationSession::quantize`.
-        if measured
-            && sums
-                .add_blocks(args.quant, values, blocks, &mut scratch)
-                .is_err()
-        {
-            measured = false;
+        if measured {
+            let added = if args.dtype == DType::F32 {
+                let original = &args.bytes[range.start * 4..range.end * 4];
+                sums.add_blocks_le(args.quant, original, blocks, &mut scratch)
+            } else {
+                let values = &mut values[..range.len()];
+                load_values(args.dtype, args.bytes, range.start, values);
+                sums.add_blocks(args.quant, values, blocks, &mut scratch)
+            };
+            measured = added.is_ok();
         }
         measured &= !sums.saw_non_finite();
     }
@@ -506,6 +583,8 @@ mod tests {
         save(&input, &model());
         let mut bytes = std::fs::read(&input).unwrap();
         let file = super::super::open(&input).unwrap();
+        // Chunks are checked as they are read (the path `checked_chunk` takes), not at open.
+        assert!(!file.envelope().is_fully_verified());
         let at = file.envelope().bytes_before_payload().len() + 64 * 128 * 4 + 1000;
         drop(file);
         bytes[at] ^= 0x10;
