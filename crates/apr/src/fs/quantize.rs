@@ -249,156 +249,181 @@ fn quantize_values(
 ) -> (Vec<u8>, Outcome) {
     let block_bytes = kernels::block_bytes(quant).unwrap_or(0);
     let mut out = vec![0u8; elements / BLOCK_LEN * block_bytes];
-    let windows = elements.div_ceil(WINDOW);
-    let window_bytes = WINDOW / BLOCK_LEN * block_bytes;
-    let span = |w: usize| w * WINDOW..((w + 1) * WINDOW).min(elements);
-    // Each window's output, taken by the thread that claims it.
-    let slots: Vec<Mutex<Option<&mut [u8]>>> = out
-        .chunks_mut(window_bytes.max(1))
-        .map(|slot| Mutex::new(Some(slot)))
-        .collect();
-    // Each helper-quantized window's blocks, published for the measuring thread.
-    let done: Vec<OnceLock<&[u8]>> = (0..windows).map(|_| OnceLock::new()).collect();
-    let next = AtomicUsize::new(0);
-    let non_finite = AtomicBool::new(false);
-    let take = |w: usize| {
-        slots[w]
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-    };
-    let outcome = std::thread::scope(|scope| {
-        for _ in 1..threads {
-            scope.spawn(|| {
-                let mut values = vec![0.0f32; WINDOW];
-                while !non_finite.load(Ordering::Relaxed) {
-                    let w = next.fetch_add(1, Ordering::Relaxed);
-                    if w >= windows {
-                        break;
-                    }
-                    let Some(dst) = take(w) else { break };
-                    if quantize_window(quant, dtype, bytes, span(w), &mut values, dst).is_err() {
-                        non_finite.store(true, Ordering::Relaxed);
-                    }
-                    let _ = done[w].set(dst);
-                }
-            });
-        }
-        measure(MeasureArgs {
+    let window_bytes = (WINDOW / BLOCK_LEN * block_bytes).max(1);
+    let outcome = {
+        let work = Work {
             quant,
             dtype,
             bytes,
-            windows,
-            span: &span,
-            take: &take,
-            done: &done,
-            next: &next,
-            non_finite: &non_finite,
+            elements,
+            slots: out
+                .chunks_mut(window_bytes)
+                .map(|slot| Mutex::new(Some(slot)))
+                .collect(),
+            done: (0..elements.div_ceil(WINDOW))
+                .map(|_| OnceLock::new())
+                .collect(),
+            next: AtomicUsize::new(0),
+            non_finite: AtomicBool::new(false),
+        };
+        std::thread::scope(|scope| {
+            for _ in 1..threads {
+                scope.spawn(|| {
+                    let mut values = vec![0.0f32; WINDOW];
+                    while work.help(&mut values) {}
+                });
+            }
+            work.measure()
         })
-    });
-    drop((slots, done));
+    };
     (out, outcome)
 }
 
-/// What the measuring thread shares with the helpers.
-struct MeasureArgs<'s, 'o, S, T> {
+/// One tensor's work, shared by its threads.
+struct Work<'s, 'o> {
     quant: QuantType,
     dtype: DType,
     bytes: &'s [u8],
-    windows: usize,
-    span: &'s S,
-    take: &'s T,
-    done: &'s [OnceLock<&'o [u8]>],
-    next: &'s AtomicUsize,
-    non_finite: &'s AtomicBool,
+    elements: usize,
+    /// Each window's output, taken by the thread that claims the window.
+    slots: Vec<Mutex<Option<&'o mut [u8]>>>,
+    /// The blocks of each window a helper quantized, published for the measuring thread.
+    done: Vec<OnceLock<&'o [u8]>>,
+    /// The first window nobody has claimed.
+    next: AtomicUsize,
+    /// Set when a value that is not finite was found: everyone stops.
+    non_finite: AtomicBool,
 }
 
-/// The measuring thread's walk over the windows, in order.
-fn measure<'o, S, T>(args: MeasureArgs<'_, 'o, S, T>) -> Outcome
-where
-    S: Fn(usize) -> std::ops::Range<usize>,
-    T: Fn(usize) -> Option<&'o mut [u8]>,
-{
-    let mut values = vec![0.0f32; WINDOW];
-    let mut scratch = vec![0.0f32; WINDOW];
-    let mut sums = ErrorSums::default();
-    let mut measured = true;
-    for w in 0..args.windows {
-        if args.non_finite.load(Ordering::Relaxed) {
-            return Outcome::NonFinite;
+impl<'o> Work<'_, 'o> {
+    fn windows(&self) -> usize {
+        self.done.len()
+    }
+
+    /// The values of window `w`.
+    fn span(&self, w: usize) -> std::ops::Range<usize> {
+        w * WINDOW..((w + 1) * WINDOW).min(self.elements)
+    }
+
+    /// Window `w`'s output (once: `None` if it was taken).
+    fn take(&self, w: usize) -> Option<&'o mut [u8]> {
+        self.slots
+            .get(w)?
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+
+    /// A helper's step: claims the next window nobody took, quantizes it and publishes its
+    /// blocks. `false` when none is left (or a value that is not finite stopped the work).
+    fn help(&self, values: &mut [f32]) -> bool {
+        if self.non_finite.load(Ordering::Relaxed) {
+            return false;
         }
-        let range = (args.span)(w);
-        let blocks: &[u8] = if args
-            .next
-            .compare_exchange(w, w + 1, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
+        let w = self.next.fetch_add(1, Ordering::Relaxed);
+        let Some(dst) = (w < self.windows()).then(|| self.take(w)).flatten() else {
+            return false;
+        };
+        if quantize_window(
+            self.quant,
+            self.dtype,
+            self.bytes,
+            self.span(w),
+            values,
+            dst,
+        )
+        .is_err()
         {
-            // Nobody took this window: quantize it here, then measure it while it is in cache.
-            let Some(dst) = (args.take)(w) else {
-                return Outcome::NonFinite;
-            };
-            if quantize_window(
-                args.quant,
-                args.dtype,
-                args.bytes,
-                range.clone(),
-                &mut values,
-                dst,
-            )
-            .is_err()
-            {
-                args.non_finite.store(true, Ordering::Relaxed);
+            self.non_finite.store(true, Ordering::Relaxed);
+        }
+        let _ = self.done[w].set(dst);
+        true
+    }
+
+    /// The measuring thread's walk over the windows, in order.
+    fn measure(&self) -> Outcome {
+        let mut values = vec![0.0f32; WINDOW];
+        let mut scratch = vec![0.0f32; WINDOW];
+        let mut sums = ErrorSums::default();
+        let mut measured = true;
+        for w in 0..self.windows() {
+            if self.non_finite.load(Ordering::Relaxed) {
                 return Outcome::NonFinite;
             }
-            dst
-        } else {
-            let Some(blocks) = wait(&args.done[w], args.non_finite) else {
-                return Outcome::NonFinite;
-            };
-            blocks
-        };
-        // After a scale overflowed the error no longer matters, but the rest of the tensor is
-        // still quantized: a value that is not finite further on must win, as it does in
-        // `QuantizationSession::quantize`.
-        if measured {
-            let added = if args.dtype == DType::F32 {
-                let original = &args.bytes[range.start * 4..range.end * 4];
-                sums.add_blocks_le(args.quant, original, blocks, &mut scratch)
+            let range = self.span(w);
+            let blocks: &[u8] = if self
+                .next
+                .compare_exchange(w, w + 1, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                // Nobody took this window: quantize it here, then measure it while it is in
+                // cache.
+                let Some(dst) = self.take(w) else {
+                    return Outcome::NonFinite;
+                };
+                let quantized = quantize_window(
+                    self.quant,
+                    self.dtype,
+                    self.bytes,
+                    range.clone(),
+                    &mut values,
+                    dst,
+                );
+                if quantized.is_err() {
+                    self.non_finite.store(true, Ordering::Relaxed);
+                    return Outcome::NonFinite;
+                }
+                dst
             } else {
-                let values = &mut values[..range.len()];
-                load_values(args.dtype, args.bytes, range.start, values);
-                sums.add_blocks(args.quant, values, blocks, &mut scratch)
+                let Some(blocks) = self.wait(w, &mut values) else {
+                    return Outcome::NonFinite;
+                };
+                blocks
             };
-            measured = added.is_ok();
+            // After a scale overflowed the error no longer matters, but the rest of the tensor
+            // is still quantized: a value that is not finite further on must win, as it does in
+            // `QuantizationSession::quantize`.
+            if measured {
+                let added = if self.dtype == DType::F32 {
+                    let original = &self.bytes[range.start * 4..range.end * 4];
+                    sums.add_blocks_le(self.quant, original, blocks, &mut scratch)
+                } else {
+                    let values = &mut values[..range.len()];
+                    load_values(self.dtype, self.bytes, range.start, values);
+                    sums.add_blocks(self.quant, values, blocks, &mut scratch)
+                };
+                measured = added.is_ok() && !sums.saw_non_finite();
+            }
         }
-        measured &= !sums.saw_non_finite();
-    }
-    if args.non_finite.load(Ordering::Relaxed) {
-        Outcome::NonFinite
-    } else if measured {
-        Outcome::Measured(sums)
-    } else {
-        Outcome::Overflow
-    }
-}
-
-/// The blocks a helper publishes in `slot`, or `None` once a helper has found a value that is not
-/// finite (the helpers then stop, and the slot may never be filled).
-fn wait<'o>(slot: &OnceLock<&'o [u8]>, non_finite: &AtomicBool) -> Option<&'o [u8]> {
-    let mut spins = 0u32;
-    loop {
-        if let Some(&blocks) = slot.get() {
-            return Some(blocks);
-        }
-        if non_finite.load(Ordering::Relaxed) {
-            // A helper may have filled it after all; its blocks are no longer needed.
-            return None;
-        }
-        spins += 1;
-        if spins < 64 {
-            std::hint::spin_loop();
+        if self.non_finite.load(Ordering::Relaxed) {
+            Outcome::NonFinite
+        } else if measured {
+            Outcome::Measured(sums)
         } else {
-            std::thread::yield_now();
+            Outcome::Overflow
+        }
+    }
+
+    /// The blocks of window `w`, which a helper claimed, once it has published them; meanwhile
+    /// the measuring thread works as a helper on windows further on rather than idle. `None` once
+    /// a value that is not finite was found (the helpers then stop, and `w` may never be filled).
+    fn wait(&self, w: usize, values: &mut [f32]) -> Option<&'o [u8]> {
+        let mut spins = 0u32;
+        loop {
+            if let Some(&blocks) = self.done[w].get() {
+                return Some(blocks);
+            }
+            if self.non_finite.load(Ordering::Relaxed) {
+                return None;
+            }
+            if !self.help(values) {
+                spins += 1;
+                if spins < 64 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
         }
     }
 }
