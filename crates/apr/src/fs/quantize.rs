@@ -25,11 +25,31 @@ use crate::model::QuantizationSession;
 use crate::quant::QuantType;
 use crate::quant::kernels::{self, BLOCK_LEN, ErrorSums, KernelError};
 use crate::tensor::{DType, MAX_DIMS, MAX_NAME_BYTES, Tensor};
+use mapped_file::MappedFile;
 
 /// Values per window: 16 KiB of f32, so a window's values, blocks and dequantized copy stay in
 /// the L1/L2 cache between quantizing and measuring, and a thread's claim on the shared counter
 /// is rare next to its work.
 const WINDOW: usize = 4096;
+
+/// Helpers quantize at most this many windows (16 MiB of f32) ahead of the measuring thread.
+const AHEAD: usize = 1024;
+
+/// The measuring thread releases the input's pages every this many windows (4 MiB of f32).
+const RELEASE_WINDOWS: usize = 256;
+
+/// The CRC-32C check releases the input's pages every this many bytes.
+const RELEASE_BYTES: usize = 4 << 20;
+
+/// What a helper's step did.
+enum Help {
+    /// Quantized a window.
+    Done,
+    /// Nothing now: the measuring thread is [`AHEAD`] windows behind.
+    Wait,
+    /// No window is left, or a value that is not finite stopped the work.
+    Finished,
+}
 
 /// Tensors below this many values are quantized on the calling thread alone: starting threads
 /// costs more than it saves.
@@ -44,8 +64,8 @@ const PARALLEL_MIN: usize = 1 << 18;
 /// # Errors
 /// As [`AprFile::tensor_at`] (a chunk whose CRC-32C fails is refused before any of its bytes is
 /// used), [`QuantizationSession::quantize`] and [`TensorFileWriter::push`].
-pub fn quantize_into<B: AsRef<[u8]>>(
-    file: &AprFile<B>,
+pub fn quantize_into(
+    file: &AprFile<MappedFile>,
     session: &mut QuantizationSession<'_>,
     writer: &mut TensorFileWriter,
     mut progress: impl FnMut(usize),
@@ -64,8 +84,8 @@ pub fn quantize_into<B: AsRef<[u8]>>(
 
 /// Quantizes tensor `position` with a kernel straight from its chunk if the fast path applies
 /// (`Ok(false)` if not: nothing was recorded or written).
-fn quantize_fast<B: AsRef<[u8]>>(
-    file: &AprFile<B>,
+fn quantize_fast(
+    file: &AprFile<MappedFile>,
     position: usize,
     session: &mut QuantizationSession<'_>,
     writer: &mut TensorFileWriter,
@@ -98,7 +118,8 @@ fn quantize_fast<B: AsRef<[u8]>>(
     };
     // Verified (CRC-32C) before any byte of it is read; borrowed from the mapping when stored
     // uncompressed.
-    let chunk = match checked_chunk(file.envelope(), position, threads) {
+    let pages = Pages(Some(file.envelope().storage()));
+    let chunk = match checked_chunk(file.envelope(), position, threads, &pages) {
         Some(stored) => std::borrow::Cow::Borrowed(stored),
         None => file.envelope().decode_chunk(position)?,
     };
@@ -106,7 +127,8 @@ fn quantize_fast<B: AsRef<[u8]>>(
         return Ok(false);
     }
     let threads = if elements < PARALLEL_MIN { 1 } else { threads };
-    let (blocks, outcome) = quantize_values(quant, dtype, &chunk, elements, threads);
+    let (blocks, outcome) = quantize_values(quant, dtype, &chunk, elements, threads, &pages);
+    pages.release(&chunk);
     drop(chunk);
     let error = match outcome {
         Outcome::Measured(sums) => sums.relative_error(),
@@ -140,11 +162,12 @@ fn quantize_fast<B: AsRef<[u8]>>(
 /// `threads` threads (the pieces' CRCs combined), as [`envelope_core::Envelope::decode_chunk`]
 /// would check it on one. `None` when that does not apply or the check fails: `decode_chunk` then
 /// does the work, and reports a mismatch with its own error.
-fn checked_chunk<B: AsRef<[u8]>>(
-    envelope: &envelope_core::Envelope<B>,
+fn checked_chunk<'f>(
+    envelope: &'f envelope_core::Envelope<MappedFile>,
     position: usize,
     threads: usize,
-) -> Option<&[u8]> {
+    pages: &Pages<'_>,
+) -> Option<&'f [u8]> {
     let header = envelope.header();
     if envelope.is_fully_verified()
         || header.compression() != envelope_core::Compression::None
@@ -156,19 +179,27 @@ fn checked_chunk<B: AsRef<[u8]>>(
     let start = usize::try_from(entry.stored_offset).ok()?;
     let end = start.checked_add(usize::try_from(entry.stored_size).ok()?)?;
     let stored = envelope.payload().get(start..end)?;
-    (crc32c_parallel(stored, threads) == entry.stored_crc32c).then_some(stored)
+    (crc32c_parallel(stored, threads, pages) == entry.stored_crc32c).then_some(stored)
 }
 
-/// CRC-32C of `bytes` computed in `threads` pieces at once and combined.
-fn crc32c_parallel(bytes: &[u8], threads: usize) -> u32 {
+/// CRC-32C of `bytes` computed in `threads` pieces at once and combined, each piece's pages
+/// released as soon as they are read.
+fn crc32c_parallel(bytes: &[u8], threads: usize, pages: &Pages<'_>) -> u32 {
+    let crc_of = |piece: &[u8]| {
+        piece.chunks(RELEASE_BYTES).fold(0, |crc, part| {
+            let crc = crc32c::crc32c_append(crc, part);
+            pages.release(part);
+            crc
+        })
+    };
     if threads < 2 || bytes.len() < PARALLEL_MIN {
-        return crc32c::crc32c(bytes);
+        return crc_of(bytes);
     }
     let piece = bytes.len().div_ceil(threads);
     let crcs: Vec<(u32, usize)> = std::thread::scope(|scope| {
         let handles: Vec<_> = bytes
             .chunks(piece)
-            .map(|piece| scope.spawn(move || (crc32c::crc32c(piece), piece.len())))
+            .map(|piece| scope.spawn(move || (crc_of(piece), piece.len())))
             .collect();
         handles
             .into_iter()
@@ -182,6 +213,23 @@ fn crc32c_parallel(bytes: &[u8], threads: usize) -> u32 {
     crcs.into_iter()
         .reduce(|(a, _), (b, len)| (crc32c::crc32c_combine(a, b, len), len))
         .map_or(0, |(crc, _)| crc)
+}
+
+/// The mapped input file, whose pages a streaming pass releases once it has read them: resident
+/// memory then holds a bounded stretch of the input, not all of it (pages of a mapping count in a
+/// process's RSS).
+pub(crate) struct Pages<'f>(pub(crate) Option<&'f MappedFile>);
+
+impl Pages<'_> {
+    /// Releases the pages of `part`, a piece of the file's bytes (anything else is ignored).
+    fn release(&self, part: &[u8]) {
+        if let Some(file) = self.0 {
+            let start = part.as_ptr().addr().wrapping_sub(file.as_ptr().addr());
+            if start <= file.len() {
+                file.release(start..start + part.len());
+            }
+        }
+    }
 }
 
 /// What quantizing a tensor found.
@@ -246,6 +294,7 @@ fn quantize_values(
     bytes: &[u8],
     elements: usize,
     threads: usize,
+    pages: &Pages<'_>,
 ) -> (Vec<u8>, Outcome) {
     let block_bytes = kernels::block_bytes(quant).unwrap_or(0);
     let mut out = vec![0u8; elements / BLOCK_LEN * block_bytes];
@@ -264,13 +313,21 @@ fn quantize_values(
                 .map(|_| OnceLock::new())
                 .collect(),
             next: AtomicUsize::new(0),
+            measured: AtomicUsize::new(0),
             non_finite: AtomicBool::new(false),
+            pages,
         };
         std::thread::scope(|scope| {
             for _ in 1..threads {
                 scope.spawn(|| {
                     let mut values = vec![0.0f32; WINDOW];
-                    while work.help(&mut values) {}
+                    loop {
+                        match work.help(&mut values) {
+                            Help::Done => {}
+                            Help::Wait => std::thread::yield_now(),
+                            Help::Finished => break,
+                        }
+                    }
                 });
             }
             work.measure()
@@ -291,6 +348,11 @@ struct Work<'s, 'o> {
     done: Vec<OnceLock<&'o [u8]>>,
     /// The first window nobody has claimed.
     next: AtomicUsize,
+    /// The windows measured so far: helpers stay within [`AHEAD`] windows of it, so that the
+    /// input pages read and not yet released stay bounded.
+    measured: AtomicUsize,
+    /// The input's pages, released behind the measuring thread.
+    pages: &'s Pages<'s>,
     /// Set when a value that is not finite was found: everyone stops.
     non_finite: AtomicBool,
 }
@@ -315,29 +377,24 @@ impl<'o> Work<'_, 'o> {
     }
 
     /// A helper's step: claims the next window nobody took, quantizes it and publishes its
-    /// blocks. `false` when none is left (or a value that is not finite stopped the work).
-    fn help(&self, values: &mut [f32]) -> bool {
+    /// blocks.
+    fn help(&self, values: &mut [f32]) -> Help {
         if self.non_finite.load(Ordering::Relaxed) {
-            return false;
+            return Help::Finished;
+        }
+        if self.next.load(Ordering::Relaxed) >= self.measured.load(Ordering::Relaxed) + AHEAD {
+            return Help::Wait;
         }
         let w = self.next.fetch_add(1, Ordering::Relaxed);
         let Some(dst) = (w < self.windows()).then(|| self.take(w)).flatten() else {
-            return false;
+            return Help::Finished;
         };
-        if quantize_window(
-            self.quant,
-            self.dtype,
-            self.bytes,
-            self.span(w),
-            values,
-            dst,
-        )
-        .is_err()
-        {
+        let range = self.span(w);
+        if quantize_window(self.quant, self.dtype, self.bytes, range, values, dst).is_err() {
             self.non_finite.store(true, Ordering::Relaxed);
         }
         let _ = self.done[w].set(dst);
-        true
+        Help::Done
     }
 
     /// The measuring thread's walk over the windows, in order.
@@ -394,6 +451,14 @@ impl<'o> Work<'_, 'o> {
                 };
                 measured = added.is_ok() && !sums.saw_non_finite();
             }
+            // Every thread is done with the windows up to this one: their pages can go.
+            self.measured.store(w + 1, Ordering::Relaxed);
+            if (w + 1) % RELEASE_WINDOWS == 0 {
+                let bytes_per_value = self.bytes.len() / self.elements.max(1);
+                let start = (w + 1 - RELEASE_WINDOWS) * WINDOW * bytes_per_value;
+                self.pages
+                    .release(&self.bytes[start..range.end * bytes_per_value]);
+            }
         }
         if self.non_finite.load(Ordering::Relaxed) {
             Outcome::NonFinite
@@ -416,7 +481,7 @@ impl<'o> Work<'_, 'o> {
             if self.non_finite.load(Ordering::Relaxed) {
                 return None;
             }
-            if !self.help(values) {
+            if !matches!(self.help(values), Help::Done) {
                 spins += 1;
                 if spins < 64 {
                     std::hint::spin_loop();
@@ -667,8 +732,9 @@ mod tests {
             } else {
                 Outcome::Overflow
             };
+            let pages = Pages(None);
             for threads in [1, 2, 3] {
-                let (blocks, found) = quantize_values(quant, dtype, tensor.data(), n, threads);
+                let (blocks, found) = quantize_values(quant, dtype, tensor.data(), n, threads, &pages);
                 prop_assert!(outcome == Outcome::NonFinite || blocks == expected);
                 prop_assert_eq!(found, outcome);
             }
