@@ -97,7 +97,7 @@ for model in one many; do
   [ "$model" = many ] && label="$many × $((rows / many))×${cols}"
   for type in $types; do
     # Warm the page cache and check both commands work before timing.
-    "$apr" quantize "$work/$model.apr" --type "$type" -o "$work/out.apr" --force >/dev/null
+    "$apr" quantize "$work/$model.apr" --type "$type" -o "$work/out.apr" --force >/dev/null 2>&1
     "$python" "$work/gguf_quantize.py" "$work/$model.safetensors" "$work/out.gguf" "$type"
     read -r apr_wall apr_rss <<<"$(best "$apr" quantize "$work/$model.apr" --type "$type" -o "$work/out.apr" --force)"
     read -r py_wall py_rss <<<"$(best "$python" "$work/gguf_quantize.py" "$work/$model.safetensors" "$work/out.gguf" "$type")"

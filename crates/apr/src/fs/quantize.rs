@@ -187,6 +187,7 @@ fn checked_chunk<'f>(
 fn crc32c_parallel(bytes: &[u8], threads: usize, pages: &Pages<'_>) -> u32 {
     let crc_of = |piece: &[u8]| {
         piece.chunks(RELEASE_BYTES).fold(0, |crc, part| {
+            pages.populate(part);
             let crc = crc32c::crc32c_append(crc, part);
             pages.release(part);
             crc
@@ -223,12 +224,22 @@ pub(crate) struct Pages<'f>(pub(crate) Option<&'f MappedFile>);
 impl Pages<'_> {
     /// Releases the pages of `part`, a piece of the file's bytes (anything else is ignored).
     fn release(&self, part: &[u8]) {
-        if let Some(file) = self.0 {
-            let start = part.as_ptr().addr().wrapping_sub(file.as_ptr().addr());
-            if start <= file.len() {
-                file.release(start..start + part.len());
-            }
+        if let Some((file, range)) = self.range(part) {
+            file.release(range);
         }
+    }
+
+    /// Maps the pages of `part` now, in one system call rather than a page fault per few pages.
+    fn populate(&self, part: &[u8]) {
+        if let Some((file, range)) = self.range(part) {
+            file.populate(range);
+        }
+    }
+
+    fn range(&self, part: &[u8]) -> Option<(&MappedFile, std::ops::Range<usize>)> {
+        let file = self.0?;
+        let start = part.as_ptr().addr().wrapping_sub(file.as_ptr().addr());
+        (start <= file.len()).then_some((file, start..start + part.len()))
     }
 }
 
@@ -390,6 +401,13 @@ impl<'o> Work<'_, 'o> {
             return Help::Finished;
         };
         let range = self.span(w);
+        if w % RELEASE_WINDOWS == 0 {
+            // The first window of a stretch the measuring thread releases as one: map its pages.
+            let bytes_per_value = self.bytes.len() / self.elements.max(1);
+            let end = (range.start + RELEASE_WINDOWS * WINDOW).min(self.elements);
+            self.pages
+                .populate(&self.bytes[range.start * bytes_per_value..end * bytes_per_value]);
+        }
         if quantize_window(self.quant, self.dtype, self.bytes, range, values, dst).is_err() {
             self.non_finite.store(true, Ordering::Relaxed);
         }
