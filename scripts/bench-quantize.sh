@@ -90,8 +90,11 @@ best() {
 
 printf 'cores: %s; load average: %s; input: %s MiB of f32 per model\n\n' \
   "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "$((input_bytes >> 20))"
-printf '| model | type | apr quantize s | GB/s | peak RSS MiB | output MiB | gguf-py s | peak RSS MiB | apr speedup |\n'
-printf '|---|---|---:|---:|---:|---:|---:|---:|---:|\n'
+printf '| model | type | apr quantize s | GB/s | peak RSS MiB | output MiB | gguf-py s | peak RSS MiB | apr speedup |'
+[ -n "${BEFORE:-}" ] && printf ' before s | before RSS MiB |'
+printf '\n|---|---|---:|---:|---:|---:|---:|---:|---:|'
+[ -n "${BEFORE:-}" ] && printf -- '---:|---:|'
+printf '\n'
 for model in one many; do
   label="1 × ${rows}×${cols}"
   [ "$model" = many ] && label="$many × $((rows / many))×${cols}"
@@ -102,9 +105,17 @@ for model in one many; do
     read -r apr_wall apr_rss <<<"$(best "$apr" quantize "$work/$model.apr" --type "$type" -o "$work/out.apr" --force)"
     read -r py_wall py_rss <<<"$(best "$python" "$work/gguf_quantize.py" "$work/$model.safetensors" "$work/out.gguf" "$type")"
     out_mib=$(($(stat -c %s "$work/out.apr") >> 20))
+    before=""
+    if [ -n "${BEFORE:-}" ]; then
+      "$BEFORE" quantize "$work/$model.apr" --type "$type" -o "$work/before.apr" --force >/dev/null 2>&1
+      cmp -s "$work/before.apr" "$work/out.apr" || echo "warning: $BEFORE wrote different bytes" >&2
+      read -r old_wall old_rss <<<"$(best "$BEFORE" quantize "$work/$model.apr" --type "$type" -o "$work/before.apr" --force)"
+      before="$(awk -v w="$old_wall" -v r="$old_rss" 'BEGIN {printf " %.3f | %d |", w, r / 1024}')"
+    fi
     awk -v l="$label" -v t="$type" -v aw="$apr_wall" -v ar="$apr_rss" -v o="$out_mib" \
       -v pw="$py_wall" -v pr="$py_rss" -v b="$input_bytes" 'BEGIN {
-        printf "| %s | %s | %.3f | %.2f | %d | %d | %.3f | %d | %.1f× |\n",
+        printf "| %s | %s | %.3f | %.2f | %d | %d | %.3f | %d | %.1f× |",
           l, t, aw, b / aw / 1e9, ar / 1024, o, pw, pr / 1024, pw / aw }'
+    printf '%s\n' "$before"
   done
 done

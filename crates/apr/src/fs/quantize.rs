@@ -401,7 +401,7 @@ impl<'o> Work<'_, 'o> {
             return Help::Finished;
         };
         let range = self.span(w);
-        if w % RELEASE_WINDOWS == 0 {
+        if w.is_multiple_of(RELEASE_WINDOWS) {
             // The first window of a stretch the measuring thread releases as one: map its pages.
             let bytes_per_value = self.bytes.len() / self.elements.max(1);
             let end = (range.start + RELEASE_WINDOWS * WINDOW).min(self.elements);
@@ -471,7 +471,7 @@ impl<'o> Work<'_, 'o> {
             }
             // Every thread is done with the windows up to this one: their pages can go.
             self.measured.store(w + 1, Ordering::Relaxed);
-            if (w + 1) % RELEASE_WINDOWS == 0 {
+            if (w + 1).is_multiple_of(RELEASE_WINDOWS) {
                 let bytes_per_value = self.bytes.len() / self.elements.max(1);
                 let start = (w + 1 - RELEASE_WINDOWS) * WINDOW * bytes_per_value;
                 self.pages
