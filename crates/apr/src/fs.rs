@@ -4,8 +4,10 @@
 //! Memory stays bounded by the largest tensor: [`open`] maps the file and checks only what
 //! precedes the payload ([`envelope_core::Envelope::parse_lazy`]), each tensor's chunk is checked
 //! (CRC-32C) when it is read, and [`TensorFileWriter`] spills each finished tensor to a temporary
-//! file next to the destination, then writes the `.apr` file chunk by chunk
-//! ([`envelope_core::EnvelopeParts::begin_chunked`]) and renames it into place.
+//! file next to the destination (or holds it, [`TensorFileWriter::in_memory`]), then writes the
+//! `.apr` file chunk by chunk ([`envelope_core::EnvelopeParts::begin_chunked`]) and renames it into
+//! place. [`quantize_into`] is `apr quantize`'s streaming pass: kernels on every core straight
+//! from the mapped chunks, the input's pages released behind it.
 
 use std::borrow::Cow;
 use std::fs::File;
