@@ -435,7 +435,7 @@ impl TensorFileWriter {
         }
     }
 
-    /// Adds the next tensor (compressed and spilled now).
+    /// Adds the next tensor (compressed now, then spilled or held).
     ///
     /// # Errors
     /// `DuplicateName` for a duplicate name; `Io`.

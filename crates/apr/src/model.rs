@@ -379,10 +379,7 @@ fn quantize_one(tensor: &Tensor, plan: &Plan<'_>) -> Result<(Tensor, TensorQuant
     let block = quantizer.quantize(&values, &shape).map_err(name_error)?;
     let back = quantizer.dequantize(&block).map_err(name_error)?;
     if back.iter().any(|v| !v.is_finite()) {
-        return Err(Error::corrupt(
-            &tensor.name,
-            "a scale overflows its storage type (values too large to quantize)",
-        ));
+        return Err(Error::corrupt(&tensor.name, crate::quant::SCALE_OVERFLOW));
     }
     if let Plan::Hooks { hooks, .. } = plan
         && !hooks.validate(&tensor.name, &values, &block)

@@ -137,14 +137,11 @@ fn quantize_fast(
         Outcome::NonFinite => {
             return Err(Error::corrupt(
                 &entry.name,
-                "NaN or infinite values cannot be quantized",
+                crate::quant::NON_FINITE_REFUSED,
             ));
         }
         Outcome::Overflow => {
-            return Err(Error::corrupt(
-                &entry.name,
-                "a scale overflows its storage type (values too large to quantize)",
-            ));
+            return Err(Error::corrupt(&entry.name, crate::quant::SCALE_OVERFLOW));
         }
     };
     let tensor = Tensor::new(

@@ -38,6 +38,14 @@ pub const ACCURACY_WARNING_THRESHOLD: f32 = 0.05;
 /// under Q4_0 (26.8%).
 pub const WARNING_FACTOR: f32 = 2.0;
 
+/// Why values with a NaN or an infinity are refused (`QuantizationCorrupt`): the one wording of
+/// the session and of the streaming path.
+pub(crate) const NON_FINITE_REFUSED: &str = "NaN or infinite values cannot be quantized";
+
+/// Why a tensor whose scale overflows its f16 is refused (`QuantizationCorrupt`).
+pub(crate) const SCALE_OVERFLOW: &str =
+    "a scale overflows its storage type (values too large to quantize)";
+
 /// Quantization type identifier (001 §6.2.2), the byte stored in the metadata.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(non_camel_case_types, reason = "the spec's and GGUF's names")]

@@ -70,9 +70,7 @@ fn check_length(data: &[f32], shape: &[usize]) -> Result<()> {
 
 fn kernel_error(error: KernelError) -> Error {
     match error {
-        KernelError::NonFinite => {
-            Error::corrupt(String::new(), "NaN or infinite values cannot be quantized")
-        }
+        KernelError::NonFinite => Error::corrupt(String::new(), super::NON_FINITE_REFUSED),
         KernelError::Length => Error::corrupt(
             String::new(),
             "the block data does not match the tensor's shape",
