@@ -4,8 +4,10 @@
 //! Memory stays bounded by the largest tensor: [`open`] maps the file and checks only what
 //! precedes the payload ([`envelope_core::Envelope::parse_lazy`]), each tensor's chunk is checked
 //! (CRC-32C) when it is read, and [`TensorFileWriter`] spills each finished tensor to a temporary
-//! file next to the destination, then writes the `.apr` file chunk by chunk
-//! ([`envelope_core::EnvelopeParts::begin_chunked`]) and renames it into place.
+//! file next to the destination (or holds it, [`TensorFileWriter::in_memory`]), then writes the
+//! `.apr` file chunk by chunk ([`envelope_core::EnvelopeParts::begin_chunked`]) and renames it into
+//! place. [`quantize_into`] is `apr quantize`'s streaming pass: kernels on every core straight
+//! from the mapped chunks, the input's pages released behind it.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -26,7 +28,9 @@ use crate::tensor::Tensor;
 use crate::{gguf, safetensors};
 
 mod hf;
+mod quantize;
 pub use hf::{HfImportProgress, HfImportReport, import_hf_dir, model_name};
+pub use quantize::quantize_into;
 
 /// Opens a model file: mapped, the envelope's prefix (and, for files that are not STREAMING, the
 /// whole-file CRC32) verified, the metadata decoded. Tensor chunks are verified as they are read.
@@ -338,11 +342,13 @@ fn read_at_most(file: File, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
     Ok((bytes.len() as u64 <= limit).then_some(bytes))
 }
 
-/// Writes a tensor model one tensor at a time: memory holds one tensor, not the model.
+/// Writes a tensor model one tensor at a time: memory holds one tensor, not the model
+/// ([`TensorFileWriter::new`]), or holds the stored chunks and nothing else
+/// ([`TensorFileWriter::in_memory`]).
 pub struct TensorFileWriter {
     destination: Destination,
     compression: envelope_core::Compression,
-    spill: BufWriter<File>,
+    chunks: Chunks,
     entries: Vec<TensorEntry>,
     /// The names pushed so far: the duplicate check is O(1) per tensor, not a scan of `entries`
     /// (a scan made writing 100 000 tensors take minutes).
@@ -350,6 +356,15 @@ pub struct TensorFileWriter {
     sizes: Vec<(u64, u64, u64)>,
     checksums: Vec<u32>,
     quantized: bool,
+}
+
+/// Where the stored chunks wait for [`TensorFileWriter::finish`].
+enum Chunks {
+    /// In an anonymous temporary file: memory holds one tensor.
+    Spilled(BufWriter<File>),
+    /// In memory: no second write and read of every byte, for writers whose output fits in
+    /// memory (`apr quantize`, whose output is a fraction of its mapped input).
+    Held(Vec<Vec<u8>>),
 }
 
 impl core::fmt::Debug for TensorFileWriter {
@@ -377,46 +392,122 @@ impl TensorFileWriter {
         destination.check()?;
         // Anonymous (unlinked at creation): nothing to clean up on any exit path.
         let spill = tempfile::tempfile_in(destination.scratch_dir()?)?;
-        Ok(Self {
+        Ok(Self::with_chunks(
             destination,
             compression,
-            spill: BufWriter::with_capacity(1 << 20, spill),
+            Chunks::Spilled(BufWriter::with_capacity(1 << 20, spill)),
+        ))
+    }
+
+    /// As [`TensorFileWriter::new`], but the stored chunks are held in memory until
+    /// [`TensorFileWriter::finish`] writes them: memory holds the output file's payload. The file
+    /// written is the same, byte for byte.
+    ///
+    /// # Errors
+    /// `Io` if the destination is refused ([`Destination::check`]).
+    pub fn in_memory(
+        destination: impl Into<Destination>,
+        compression: envelope_core::Compression,
+    ) -> Result<Self> {
+        let destination = destination.into();
+        destination.check()?;
+        Ok(Self::with_chunks(
+            destination,
+            compression,
+            Chunks::Held(Vec::new()),
+        ))
+    }
+
+    fn with_chunks(
+        destination: Destination,
+        compression: envelope_core::Compression,
+        chunks: Chunks,
+    ) -> Self {
+        Self {
+            destination,
+            compression,
+            chunks,
             entries: Vec::new(),
             names: std::collections::HashSet::new(),
             sizes: Vec::new(),
             checksums: Vec::new(),
             quantized: false,
-        })
+        }
     }
 
-    /// Adds the next tensor (compressed and spilled now).
+    /// Adds the next tensor (compressed now, then spilled or held).
     ///
     /// # Errors
     /// `DuplicateName` for a duplicate name; `Io`.
     pub fn push(&mut self, tensor: &Tensor) -> Result<()> {
+        self.check_name(tensor)?;
+        let stored = envelope_core::compression::compress(self.compression, tensor.data())?;
+        self.store(tensor, stored)
+    }
+
+    /// [`TensorFileWriter::push`] of a tensor the writer may keep: an uncompressed chunk held in
+    /// memory is the tensor's own buffer, not a copy.
+    ///
+    /// # Errors
+    /// As [`TensorFileWriter::push`].
+    pub fn push_owned(&mut self, tensor: Tensor) -> Result<()> {
+        self.check_name(&tensor)?;
+        let held = matches!(self.chunks, Chunks::Held(_));
+        if held && self.compression == envelope_core::Compression::None {
+            let entry = self.entry(&tensor, tensor.data().len() as u64);
+            self.keep(Cow::Owned(tensor.into_data()))?;
+            self.entries.push(entry);
+            Ok(())
+        } else {
+            let stored = envelope_core::compression::compress(self.compression, tensor.data())?;
+            self.store(&tensor, stored)
+        }
+    }
+
+    fn check_name(&self, tensor: &Tensor) -> Result<()> {
         if self.names.contains(&tensor.name) {
             return Err(Error::DuplicateName {
                 name: tensor.name.clone(),
             });
         }
-        let stored = envelope_core::compression::compress(self.compression, tensor.data())?;
-        self.spill.write_all(&stored)?;
-        self.sizes
-            .push((stored.len() as u64, tensor.data().len() as u64, 1));
-        self.checksums.push(crc32c::crc32c(&stored));
+        Ok(())
+    }
+
+    fn store(&mut self, tensor: &Tensor, stored: Cow<'_, [u8]>) -> Result<()> {
+        let entry = self.entry(tensor, tensor.data().len() as u64);
+        self.keep(stored)?;
+        self.entries.push(entry);
+        Ok(())
+    }
+
+    /// Records `tensor`'s directory entry and flags; `decoded` is its data's length.
+    fn entry(&mut self, tensor: &Tensor, decoded: u64) -> TensorEntry {
         self.quantized |= tensor.dtype.is_quantized();
         self.names.insert(tensor.name.clone());
-        self.entries.push(TensorEntry {
+        self.sizes.push((0, decoded, 1));
+        TensorEntry {
             name: tensor.name.clone(),
             dtype: tensor.dtype.code(),
             shape: tensor.shape.clone(),
             quantizer: tensor.quantizer.clone(),
-        });
+        }
+    }
+
+    /// Keeps the stored bytes of the chunk whose entry was just recorded.
+    fn keep(&mut self, stored: Cow<'_, [u8]>) -> Result<()> {
+        if let Some(size) = self.sizes.last_mut() {
+            size.0 = stored.len() as u64;
+        }
+        self.checksums.push(crc32c::crc32c(&stored));
+        match &mut self.chunks {
+            Chunks::Spilled(spill) => spill.write_all(&stored)?,
+            Chunks::Held(held) => held.push(stored.into_owned()),
+        }
         Ok(())
     }
 
     /// Writes the file atomically: metadata (card, tensor directory, `quantization`), the chunk
-    /// index, then the spilled chunks in order.
+    /// index, then the chunks in order.
     ///
     /// # Errors
     /// `Io`, or the envelope writer's errors.
@@ -440,28 +531,39 @@ impl TensorFileWriter {
         parts.compression = self.compression;
         parts.quantized = self.quantized;
         parts.metadata = Cow::Owned(metadata.encode()?);
-        let mut spill = self
-            .spill
-            .into_inner()
-            .map_err(|e| Error::from(e.into_error()))?;
-        spill.seek(SeekFrom::Start(0))?;
         let sizes = self.sizes;
-        output_file::write(self.destination, |out| {
-            let mut writer = parts.begin_chunked(index, out)?;
-            let mut buffer = Vec::new();
-            for ((stored, _, _), entry) in sizes.iter().zip(&metadata.tensors) {
-                buffer.resize(
-                    usize::try_from(*stored).map_err(|_| Error::TooLargeForPlatform {
-                        tensor: entry.name.clone(),
-                    })?,
-                    0,
-                );
-                spill.read_exact(&mut buffer)?;
-                writer.write_chunk(&buffer)?;
+        match self.chunks {
+            Chunks::Held(held) => output_file::write(self.destination, |out| {
+                let mut writer = parts.begin_chunked(index, out)?;
+                for chunk in &held {
+                    writer.write_chunk(chunk)?;
+                }
+                writer.finish()?;
+                Ok(())
+            }),
+            Chunks::Spilled(spill) => {
+                let mut spill = spill
+                    .into_inner()
+                    .map_err(|e| Error::from(e.into_error()))?;
+                spill.seek(SeekFrom::Start(0))?;
+                output_file::write(self.destination, |out| {
+                    let mut writer = parts.begin_chunked(index, out)?;
+                    let mut buffer = Vec::new();
+                    for ((stored, _, _), entry) in sizes.iter().zip(&metadata.tensors) {
+                        buffer.resize(
+                            usize::try_from(*stored).map_err(|_| Error::TooLargeForPlatform {
+                                tensor: entry.name.clone(),
+                            })?,
+                            0,
+                        );
+                        spill.read_exact(&mut buffer)?;
+                        writer.write_chunk(&buffer)?;
+                    }
+                    writer.finish()?;
+                    Ok(())
+                })
             }
-            writer.finish()?;
-            Ok(())
-        })
+        }
     }
 }
 

@@ -181,12 +181,81 @@ impl<'a> QuantizationSession<'a> {
             });
         }
         let (next, record) = quantize_one(tensor, &self.plan)?;
-        if let (Some(error), DType::Quantized(quant)) = (record.relative_error, next.dtype) {
+        self.record(
+            &tensor.name,
+            tensor.dtype,
+            tensor.element_count(),
+            next.dtype,
+            record,
+        );
+        Ok(next)
+    }
+
+    /// The built-in block type (Q8_0, Q4_0, Q4_1) [`QuantizationSession::quantize`] would give
+    /// the tensor `name` of `dtype` and `shape`, when its result depends on the values only
+    /// through that type's kernel: the hooks choose the type, the registry's quantizer for it is
+    /// the built-in one, and the hooks do not inspect results
+    /// ([`QuantizationHooks::inspects_results`]). `None` otherwise (the tensor is kept, or goes
+    /// through a plugin or the hooks' `validate`): only `quantize` then treats it. A faster path
+    /// (`apr::fs`'s streaming quantization) runs the kernel itself and reports the result with
+    /// [`QuantizationSession::record_block`].
+    #[must_use]
+    pub fn block_type_for(&self, name: &str, dtype: DType, shape: &[u64]) -> Option<QuantType> {
+        let Plan::Hooks { hooks, registry } = &self.plan else {
+            return None;
+        };
+        if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) || hooks.inspects_results() {
+            return None;
+        }
+        let shape = shape
+            .iter()
+            .map(|&d| usize::try_from(d).ok())
+            .collect::<Option<Vec<usize>>>()?;
+        let quant = hooks.select_quantizer(name, &shape)?;
+        let whole_blocks = shape
+            .last()
+            .is_some_and(|&last| last % crate::quant::kernels::BLOCK_LEN == 0);
+        let built_in = registry.get(quant.name())?.built_in_block_type() == Some(quant);
+        (whole_blocks && built_in).then_some(quant)
+    }
+
+    /// Records the tensor `name` (of `dtype`, `elements` values) quantized to `quant` outside
+    /// the session, with its relative error, exactly as [`QuantizationSession::quantize`]
+    /// records it. Only for a tensor [`QuantizationSession::block_type_for`] gave `quant`, in
+    /// model order with the others.
+    pub fn record_block(
+        &mut self,
+        name: &str,
+        dtype: DType,
+        elements: u64,
+        quant: QuantType,
+        relative_error: f32,
+    ) {
+        let record = TensorQuantization {
+            name: name.to_owned(),
+            quant_type: Some(quant.id()),
+            relative_error: Some(relative_error),
+            kept_because: None,
+            output_error: None,
+        };
+        self.record(name, dtype, elements, DType::Quantized(quant), record);
+    }
+
+    /// Records one tensor's treatment: its warning, its type's weight count, its record.
+    fn record(
+        &mut self,
+        name: &str,
+        dtype: DType,
+        elements: u64,
+        next: DType,
+        record: TensorQuantization,
+    ) {
+        if let (Some(error), DType::Quantized(quant)) = (record.relative_error, next) {
             let threshold = quant.warning_threshold();
             if error > threshold {
                 self.warnings.push(format!(
                     "tensor {:?}: relative error {:.2}% exceeds {:.1}%, the {} threshold",
-                    tensor.name,
+                    name,
                     error * 100.0,
                     threshold * 100.0,
                     quant.name()
@@ -194,17 +263,15 @@ impl<'a> QuantizationSession<'a> {
             }
         }
         if record.quant_type.is_some() {
-            self.original_dtype.get_or_insert(tensor.dtype.name());
-            if let DType::Quantized(q) = next.dtype {
-                let count = tensor.element_count();
+            self.original_dtype.get_or_insert(dtype.name());
+            if let DType::Quantized(q) = next {
                 match self.elements.iter_mut().find(|(t, _)| *t == q) {
-                    Some((_, n)) => *n = n.saturating_add(count),
-                    None => self.elements.push((q, count)),
+                    Some((_, n)) => *n = n.saturating_add(elements),
+                    None => self.elements.push((q, elements)),
                 }
             }
         }
         self.records.push(record);
-        Ok(next)
     }
 
     /// The record for the metadata. Its `quant_type` is the type that covers the most weights
@@ -312,10 +379,7 @@ fn quantize_one(tensor: &Tensor, plan: &Plan<'_>) -> Result<(Tensor, TensorQuant
     let block = quantizer.quantize(&values, &shape).map_err(name_error)?;
     let back = quantizer.dequantize(&block).map_err(name_error)?;
     if back.iter().any(|v| !v.is_finite()) {
-        return Err(Error::corrupt(
-            &tensor.name,
-            "a scale overflows its storage type (values too large to quantize)",
-        ));
+        return Err(Error::corrupt(&tensor.name, crate::quant::SCALE_OVERFLOW));
     }
     if let Plan::Hooks { hooks, .. } = plan
         && !hooks.validate(&tensor.name, &values, &block)

@@ -23,6 +23,14 @@ pub trait QuantizationHooks {
         let _ = (layer_name, original, quantized);
         true
     }
+
+    /// Whether [`QuantizationHooks::validate`] looks at results (true unless overridden, so a
+    /// custom `validate` is always called). Hooks that accept every result say `false`, which
+    /// lets a streaming quantizer run the kernels on the stored bytes without building the
+    /// `original` values and the block `validate` would be given.
+    fn inspects_results(&self) -> bool {
+        true
+    }
 }
 
 /// The reason the role policy keeps `layer_name`, for the built-ins' `kept_because`.
@@ -50,6 +58,10 @@ impl QuantizationHooks for UniformQuantization {
 
     fn kept_because(&self, layer_name: &str, shape: &[usize]) -> String {
         role_reason(layer_name, shape)
+    }
+
+    fn inspects_results(&self) -> bool {
+        false
     }
 }
 
@@ -97,5 +109,9 @@ impl QuantizationHooks for MixedPrecisionHooks {
 
     fn kept_because(&self, layer_name: &str, shape: &[usize]) -> String {
         role_reason(layer_name, shape)
+    }
+
+    fn inspects_results(&self) -> bool {
+        false
     }
 }

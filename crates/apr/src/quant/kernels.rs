@@ -115,32 +115,39 @@ fn f16_at(block: &[u8], at: usize) -> f32 {
 /// [`KernelError::Length`] for a length that is not a multiple of 32 or an output of the wrong
 /// size; [`KernelError::NonFinite`] if any value is NaN or infinite (`out` is then unspecified).
 pub fn quantize_q8_0(values: &[f32], out: &mut [u8]) -> Result<(), KernelError> {
-    for_each_block::<_, _, BLOCK_LEN, Q8_0_BLOCK_BYTES>(values, out, |block, dst| {
-        let amax_bits = max_abs_bits(block);
-        if amax_bits >= INF_BITS {
-            return Err(KernelError::NonFinite);
+    for_each_block::<_, _, BLOCK_LEN, Q8_0_BLOCK_BYTES>(values, out, q8_0_block)
+}
+
+/// One Q8_0 block.
+#[inline(always)]
+fn q8_0_block(
+    block: &[f32; BLOCK_LEN],
+    dst: &mut [u8; Q8_0_BLOCK_BYTES],
+) -> Result<(), KernelError> {
+    let amax_bits = max_abs_bits(block);
+    if amax_bits >= INF_BITS {
+        return Err(KernelError::NonFinite);
+    }
+    let d = f32::from_bits(amax_bits) / 127.0;
+    let id = inverse(d);
+    let (scale, quants) = dst.split_at_mut(2);
+    scale.copy_from_slice(&f16::from_f32(d).to_le_bytes());
+    if id.is_infinite() {
+        // 1/d overflowed: x * id is ±inf or NaN, which the reference converts to 0.
+        quants.fill(0);
+        return Ok(());
+    }
+    for (q, &v) in quants.iter_mut().zip(block) {
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "|v * id| <= 127: an i8 stored as its byte"
+        )]
+        {
+            *q = round_half_away(v * id) as i8 as u8;
         }
-        let d = f32::from_bits(amax_bits) / 127.0;
-        let id = inverse(d);
-        let (scale, quants) = dst.split_at_mut(2);
-        scale.copy_from_slice(&f16::from_f32(d).to_le_bytes());
-        if id.is_infinite() {
-            // 1/d overflowed: x * id is ±inf or NaN, which the reference converts to 0.
-            quants.fill(0);
-            return Ok(());
-        }
-        for (q, &v) in quants.iter_mut().zip(block) {
-            #[allow(
-                clippy::cast_possible_truncation,
-                clippy::cast_sign_loss,
-                reason = "|v * id| <= 127: an i8 stored as its byte"
-            )]
-            {
-                *q = round_half_away(v * id) as i8 as u8;
-            }
-        }
-        Ok(())
-    })
+    }
+    Ok(())
 }
 
 /// Dequantizes Q8_0 blocks (34 bytes each) into `out` (32 values per block): `q * d`.
@@ -194,30 +201,37 @@ fn unpack_nibbles(nibbles: &[u8], dst: &mut [f32; BLOCK_LEN], value: impl Fn(u8)
 /// # Errors
 /// As [`quantize_q8_0`].
 pub fn quantize_q4_0(values: &[f32], out: &mut [u8]) -> Result<(), KernelError> {
-    for_each_block::<_, _, BLOCK_LEN, Q4_0_BLOCK_BYTES>(values, out, |block, dst| {
-        let amax_bits = max_abs_bits(block);
-        if amax_bits >= INF_BITS {
-            return Err(KernelError::NonFinite);
-        }
-        // The first value of largest magnitude, with its sign (ggml: `if (amax < fabsf(v))`).
-        // In a block of zeros ggml never takes a value: `max` keeps its initial +0, whatever the
-        // zeros' signs, so `d` is -0 (gguf.quants takes the first zero's sign instead).
-        let max = if amax_bits == 0 {
-            0.0
-        } else {
-            block
-                .iter()
-                .copied()
-                .find(|v| v.to_bits() & ABS_MASK == amax_bits)
-                .unwrap_or(0.0)
-        };
-        let d = max / -8.0;
-        let id = inverse(d);
-        let (scale, nibbles) = dst.split_at_mut(2);
-        scale.copy_from_slice(&f16::from_f32(d).to_le_bytes());
-        pack_nibbles(block, id, nibbles, |v| (v * id) + 8.5);
-        Ok(())
-    })
+    for_each_block::<_, _, BLOCK_LEN, Q4_0_BLOCK_BYTES>(values, out, q4_0_block)
+}
+
+/// One Q4_0 block.
+#[inline(always)]
+fn q4_0_block(
+    block: &[f32; BLOCK_LEN],
+    dst: &mut [u8; Q4_0_BLOCK_BYTES],
+) -> Result<(), KernelError> {
+    let amax_bits = max_abs_bits(block);
+    if amax_bits >= INF_BITS {
+        return Err(KernelError::NonFinite);
+    }
+    // The first value of largest magnitude, with its sign (ggml: `if (amax < fabsf(v))`).
+    // In a block of zeros ggml never takes a value: `max` keeps its initial +0, whatever the
+    // zeros' signs, so `d` is -0 (gguf.quants takes the first zero's sign instead).
+    let max = if amax_bits == 0 {
+        0.0
+    } else {
+        block
+            .iter()
+            .copied()
+            .find(|v| v.to_bits() & ABS_MASK == amax_bits)
+            .unwrap_or(0.0)
+    };
+    let d = max / -8.0;
+    let id = inverse(d);
+    let (scale, nibbles) = dst.split_at_mut(2);
+    scale.copy_from_slice(&f16::from_f32(d).to_le_bytes());
+    pack_nibbles(block, id, nibbles, |v| (v * id) + 8.5);
+    Ok(())
 }
 
 /// `min(15, (uint8) trunc(v))` for the reference's `v` in `[0, 16.5]`; NaN gives 0 as in the
@@ -281,19 +295,26 @@ fn min_max(block: &[f32; BLOCK_LEN]) -> (f32, f32) {
 /// # Errors
 /// As [`quantize_q8_0`].
 pub fn quantize_q4_1(values: &[f32], out: &mut [u8]) -> Result<(), KernelError> {
-    for_each_block::<_, _, BLOCK_LEN, Q4_1_BLOCK_BYTES>(values, out, |block, dst| {
-        let (min, max) = min_max(block);
-        // A NaN sorts beyond ±infinity by its key, so a non-finite value shows in min or max.
-        if !min.is_finite() || !max.is_finite() {
-            return Err(KernelError::NonFinite);
-        }
-        let d = (max - min) / 15.0;
-        let id = inverse(d);
-        dst[0..2].copy_from_slice(&f16::from_f32(d).to_le_bytes());
-        dst[2..4].copy_from_slice(&f16::from_f32(min).to_le_bytes());
-        pack_nibbles(block, id, &mut dst[4..], |v| (v - min) * id + 0.5);
-        Ok(())
-    })
+    for_each_block::<_, _, BLOCK_LEN, Q4_1_BLOCK_BYTES>(values, out, q4_1_block)
+}
+
+/// One Q4_1 block.
+#[inline(always)]
+fn q4_1_block(
+    block: &[f32; BLOCK_LEN],
+    dst: &mut [u8; Q4_1_BLOCK_BYTES],
+) -> Result<(), KernelError> {
+    let (min, max) = min_max(block);
+    // A NaN sorts beyond ±infinity by its key, so a non-finite value shows in min or max.
+    if !min.is_finite() || !max.is_finite() {
+        return Err(KernelError::NonFinite);
+    }
+    let d = (max - min) / 15.0;
+    let id = inverse(d);
+    dst[0..2].copy_from_slice(&f16::from_f32(d).to_le_bytes());
+    dst[2..4].copy_from_slice(&f16::from_f32(min).to_le_bytes());
+    pack_nibbles(block, id, &mut dst[4..], |v| (v - min) * id + 0.5);
+    Ok(())
 }
 
 /// Dequantizes Q4_1 blocks (20 bytes each) into `out`: `q * d + m`.
@@ -307,6 +328,188 @@ pub fn dequantize_q4_1(blocks: &[u8], out: &mut [f32]) -> Result<(), KernelError
         unpack_nibbles(&block[4..], dst, |q| d * f32::from(q) + m);
         Ok(())
     })
+}
+
+/// Bytes of one block of `quant`, `None` for the types that are not blocks of 32.
+#[must_use]
+pub const fn block_bytes(quant: super::QuantType) -> Option<usize> {
+    match quant {
+        super::QuantType::Q8_0 => Some(Q8_0_BLOCK_BYTES),
+        super::QuantType::Q4_0 => Some(Q4_0_BLOCK_BYTES),
+        super::QuantType::Q4_1 => Some(Q4_1_BLOCK_BYTES),
+        super::QuantType::Q8Tensor | super::QuantType::Custom => None,
+    }
+}
+
+/// Quantizes `values` with the kernel of the block type `quant` (see [`block_bytes`]).
+///
+/// # Errors
+/// As [`quantize_q8_0`]; [`KernelError::Length`] for a type that is not a block type.
+pub fn quantize_blocks(
+    quant: super::QuantType,
+    values: &[f32],
+    out: &mut [u8],
+) -> Result<(), KernelError> {
+    match quant {
+        super::QuantType::Q8_0 => quantize_q8_0(values, out),
+        super::QuantType::Q4_0 => quantize_q4_0(values, out),
+        super::QuantType::Q4_1 => quantize_q4_1(values, out),
+        super::QuantType::Q8Tensor | super::QuantType::Custom => Err(KernelError::Length),
+    }
+}
+
+/// [`quantize_blocks`] of values stored as little-endian f32 bytes (`bytes.len()` a multiple of
+/// 128), read in place: no aligned f32 copy of a mapped tensor is needed.
+///
+/// # Errors
+/// As [`quantize_blocks`].
+pub fn quantize_blocks_le(
+    quant: super::QuantType,
+    bytes: &[u8],
+    out: &mut [u8],
+) -> Result<(), KernelError> {
+    const IN: usize = BLOCK_LEN * 4;
+    #[inline(always)]
+    fn values(bytes: &[u8; IN]) -> [f32; BLOCK_LEN] {
+        let (words, _) = bytes.as_chunks::<4>();
+        core::array::from_fn(|i| f32::from_le_bytes(words[i]))
+    }
+    match quant {
+        super::QuantType::Q8_0 => {
+            for_each_block::<_, _, IN, Q8_0_BLOCK_BYTES>(bytes, out, |b, dst| {
+                q8_0_block(&values(b), dst)
+            })
+        }
+        super::QuantType::Q4_0 => {
+            for_each_block::<_, _, IN, Q4_0_BLOCK_BYTES>(bytes, out, |b, dst| {
+                q4_0_block(&values(b), dst)
+            })
+        }
+        super::QuantType::Q4_1 => {
+            for_each_block::<_, _, IN, Q4_1_BLOCK_BYTES>(bytes, out, |b, dst| {
+                q4_1_block(&values(b), dst)
+            })
+        }
+        super::QuantType::Q8Tensor | super::QuantType::Custom => Err(KernelError::Length),
+    }
+}
+
+/// Dequantizes `blocks` with the kernel of the block type `quant`.
+///
+/// # Errors
+/// As [`dequantize_q8_0`]; [`KernelError::Length`] for a type that is not a block type.
+pub fn dequantize_blocks(
+    quant: super::QuantType,
+    blocks: &[u8],
+    out: &mut [f32],
+) -> Result<(), KernelError> {
+    match quant {
+        super::QuantType::Q8_0 => dequantize_q8_0(blocks, out),
+        super::QuantType::Q4_0 => dequantize_q4_0(blocks, out),
+        super::QuantType::Q4_1 => dequantize_q4_1(blocks, out),
+        super::QuantType::Q8Tensor | super::QuantType::Custom => Err(KernelError::Length),
+    }
+}
+
+/// The running sums of [`super::relative_error`], fed a piece at a time in element order, so
+/// that a tensor's error can be measured while it is quantized (its values still in cache)
+/// instead of in a second pass over a dequantized copy. The sums are taken in exactly the order
+/// of the one-pass function, so the result is the same to the bit.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ErrorSums {
+    err: f64,
+    norm: f64,
+    non_finite: bool,
+}
+
+impl ErrorSums {
+    /// Adds the next values, `original` and its approximation `approx` (same length).
+    #[inline]
+    pub fn add(&mut self, original: &[f32], approx: &[f32]) {
+        let (mut err, mut norm, mut finite) = (self.err, self.norm, true);
+        for (&a, &b) in original.iter().zip(approx) {
+            let diff = f64::from(a) - f64::from(b);
+            err += diff * diff;
+            norm += f64::from(a) * f64::from(a);
+            finite &= b.is_finite();
+        }
+        self.err = err;
+        self.norm = norm;
+        self.non_finite |= !finite;
+    }
+
+    /// [`ErrorSums::add`] of original values stored as little-endian f32 bytes.
+    #[inline]
+    pub fn add_le(&mut self, original: &[u8], approx: &[f32]) {
+        let (mut err, mut norm, mut finite) = (self.err, self.norm, true);
+        for (a, &b) in original.as_chunks::<4>().0.iter().zip(approx) {
+            let a = f32::from_le_bytes(*a);
+            let diff = f64::from(a) - f64::from(b);
+            err += diff * diff;
+            norm += f64::from(a) * f64::from(a);
+            finite &= b.is_finite();
+        }
+        self.err = err;
+        self.norm = norm;
+        self.non_finite |= !finite;
+    }
+
+    /// [`ErrorSums::add_blocks`] of original values stored as little-endian f32 bytes.
+    ///
+    /// # Errors
+    /// As [`ErrorSums::add_blocks`].
+    pub fn add_blocks_le(
+        &mut self,
+        quant: super::QuantType,
+        original: &[u8],
+        blocks: &[u8],
+        scratch: &mut [f32],
+    ) -> Result<(), KernelError> {
+        let scratch = scratch
+            .get_mut(..original.len() / 4)
+            .ok_or(KernelError::Length)?;
+        dequantize_blocks(quant, blocks, scratch)?;
+        self.add_le(original, scratch);
+        Ok(())
+    }
+
+    /// Dequantizes `blocks` (of type `quant`) into `scratch` and adds them against `original`,
+    /// whose length they must cover.
+    ///
+    /// # Errors
+    /// As [`dequantize_blocks`] (`scratch` must hold `original.len()` values).
+    pub fn add_blocks(
+        &mut self,
+        quant: super::QuantType,
+        original: &[f32],
+        blocks: &[u8],
+        scratch: &mut [f32],
+    ) -> Result<(), KernelError> {
+        let scratch = scratch
+            .get_mut(..original.len())
+            .ok_or(KernelError::Length)?;
+        dequantize_blocks(quant, blocks, scratch)?;
+        self.add(original, scratch);
+        Ok(())
+    }
+
+    /// Whether an approximation was NaN or infinite (a scale that overflowed its f16).
+    #[must_use]
+    pub fn saw_non_finite(&self) -> bool {
+        self.non_finite
+    }
+
+    /// `||x - approx|| / ||x||`: 0 when both sums are 0, infinity for an all-zero `x` with a
+    /// non-zero error.
+    #[must_use]
+    pub fn relative_error(&self) -> f32 {
+        if self.norm == 0.0 {
+            return if self.err == 0.0 { 0.0 } else { f32::INFINITY };
+        }
+        #[allow(clippy::cast_possible_truncation, reason = "a ratio, reported in f32")]
+        let ratio = (self.err / self.norm).sqrt() as f32;
+        ratio
+    }
 }
 
 #[cfg(test)]

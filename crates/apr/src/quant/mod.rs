@@ -38,6 +38,14 @@ pub const ACCURACY_WARNING_THRESHOLD: f32 = 0.05;
 /// under Q4_0 (26.8%).
 pub const WARNING_FACTOR: f32 = 2.0;
 
+/// Why values with a NaN or an infinity are refused (`QuantizationCorrupt`): the one wording of
+/// the session and of the streaming path.
+pub(crate) const NON_FINITE_REFUSED: &str = "NaN or infinite values cannot be quantized";
+
+/// Why a tensor whose scale overflows its f16 is refused (`QuantizationCorrupt`).
+pub(crate) const SCALE_OVERFLOW: &str =
+    "a scale overflows its storage type (values too large to quantize)";
+
 /// Quantization type identifier (001 §6.2.2), the byte stored in the metadata.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(non_camel_case_types, reason = "the spec's and GGUF's names")]
@@ -218,18 +226,9 @@ impl QuantizationInfo {
 /// Relative RMS error of `approx` against `original`.
 #[must_use]
 pub fn relative_error(original: &[f32], approx: &[f32]) -> f32 {
-    let (mut err, mut norm) = (0.0f64, 0.0f64);
-    for (&a, &b) in original.iter().zip(approx) {
-        let diff = f64::from(a) - f64::from(b);
-        err += diff * diff;
-        norm += f64::from(a) * f64::from(a);
-    }
-    if norm == 0.0 {
-        return if err == 0.0 { 0.0 } else { f32::INFINITY };
-    }
-    #[allow(clippy::cast_possible_truncation, reason = "a ratio, reported in f32")]
-    let ratio = (err / norm).sqrt() as f32;
-    ratio
+    let mut sums = kernels::ErrorSums::default();
+    sums.add(original, approx);
+    sums.relative_error()
 }
 
 #[cfg(test)]

@@ -42,6 +42,13 @@ pub trait Quantizer: Send + Sync {
 
     /// Storage cost in bits per weight.
     fn bits_per_weight(&self) -> f32;
+
+    /// The built-in block type this quantizer is exactly the kernel of (Q8_0, Q4_0, Q4_1), so
+    /// that a streaming quantizer may run [`super::kernels`] in its place. `None` (the default)
+    /// for every other quantizer: plugins keep it.
+    fn built_in_block_type(&self) -> Option<QuantType> {
+        None
+    }
 }
 
 fn element_count(shape: &[usize]) -> Option<usize> {
@@ -63,9 +70,7 @@ fn check_length(data: &[f32], shape: &[usize]) -> Result<()> {
 
 fn kernel_error(error: KernelError) -> Error {
     match error {
-        KernelError::NonFinite => {
-            Error::corrupt(String::new(), "NaN or infinite values cannot be quantized")
-        }
+        KernelError::NonFinite => Error::corrupt(String::new(), super::NON_FINITE_REFUSED),
         KernelError::Length => Error::corrupt(
             String::new(),
             "the block data does not match the tensor's shape",
@@ -136,6 +141,9 @@ macro_rules! block_quantizer {
             }
             fn bits_per_weight(&self) -> f32 {
                 $bits
+            }
+            fn built_in_block_type(&self) -> Option<QuantType> {
+                Some($quant)
             }
         }
     };

@@ -496,20 +496,25 @@ pub fn quantize(args: &QuantizeArgs) -> anyhow::Result<()> {
         compression: input.envelope().header().compression(),
     };
     let shown = destination.path().display().to_string();
-    let mut writer = apr::fs::TensorFileWriter::new(destination, options.compression)?;
+    let mut writer = apr::fs::TensorFileWriter::in_memory(destination, options.compression)?;
     let count = input.metadata().tensors.len();
     let bar = cli_support::progress::items(count as u64, "tensors", "quantizing");
     let mut checks = Vec::new();
-    for position in 0..count {
-        let tensor = input.tensor_at(position)?;
-        let quantized = session.quantize(&tensor)?;
-        if let Some(samples) = &samples
-            && let Some(check) = calibration::check(&tensor, &quantized, samples)?
-        {
-            checks.push(check);
+    if let Some(samples) = &samples {
+        // The calibration check needs every tensor and its quantized form as values.
+        for position in 0..count {
+            let tensor = input.tensor_at(position)?;
+            let quantized = session.quantize(&tensor)?;
+            if let Some(check) = calibration::check(&tensor, &quantized, samples)? {
+                checks.push(check);
+            }
+            writer.push_owned(quantized)?;
+            bar.inc(1);
         }
-        writer.push(&quantized)?;
-        bar.inc(1);
+    } else {
+        // Streaming: kernels on every core straight from the mapped chunks, the error measured in
+        // the same pass (apr::fs::quantize_into).
+        apr::fs::quantize_into(&input, &mut session, &mut writer, |_| bar.inc(1))?;
     }
     bar.finish_and_clear();
     if let Some(samples) = &samples {
