@@ -4,7 +4,7 @@
 //! Memory stays bounded by the largest tensor: [`open`] maps the file and checks only what
 //! precedes the payload ([`envelope_core::Envelope::parse_lazy`]), each tensor's chunk is checked
 //! (CRC-32C) when it is read, and [`TensorFileWriter`] spills each finished tensor to a temporary
-//! file next to the destination (or holds it, [`TensorFileWriter::in_memory`]), then writes the
+//! file next to the destination (or holds it up to a budget, [`TensorFileWriter::with_memory_budget`]), then writes the
 //! `.apr` file chunk by chunk ([`envelope_core::EnvelopeParts::begin_chunked`]) and renames it into
 //! place. [`quantize_into`] is `apr quantize`'s streaming pass: kernels on every core straight
 //! from the mapped chunks, the input's pages released behind it.
@@ -342,9 +342,14 @@ fn read_at_most(file: File, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
     Ok((bytes.len() as u64 <= limit).then_some(bytes))
 }
 
+/// The memory budget of `apr quantize`'s writer ([`TensorFileWriter::with_memory_budget`]): an
+/// output up to 1 GiB (a 1B-parameter model in Q8_0) is held and written once; a larger one holds
+/// its first GiB and spills the rest, so memory stays bounded on any model.
+pub const QUANTIZE_MEMORY_BUDGET: u64 = 1 << 30;
+
 /// Writes a tensor model one tensor at a time: memory holds one tensor, not the model
-/// ([`TensorFileWriter::new`]), or holds the stored chunks and nothing else
-/// ([`TensorFileWriter::in_memory`]).
+/// ([`TensorFileWriter::new`]), or the first stored chunks up to a budget and then one tensor
+/// ([`TensorFileWriter::with_memory_budget`]).
 pub struct TensorFileWriter {
     destination: Destination,
     compression: envelope_core::Compression,
@@ -358,13 +363,43 @@ pub struct TensorFileWriter {
     quantized: bool,
 }
 
-/// Where the stored chunks wait for [`TensorFileWriter::finish`].
-enum Chunks {
-    /// In an anonymous temporary file: memory holds one tensor.
-    Spilled(BufWriter<File>),
-    /// In memory: no second write and read of every byte, for writers whose output fits in
-    /// memory (`apr quantize`, whose output is a fraction of its mapped input).
-    Held(Vec<Vec<u8>>),
+/// Where the stored chunks wait for [`TensorFileWriter::finish`]: the first ones in memory while
+/// they fit the budget (no second write and read of their bytes), every later one in an anonymous
+/// temporary file (memory stays bounded whatever the model's size). The file written is the same
+/// either way, byte for byte.
+struct Chunks {
+    held: Vec<Vec<u8>>,
+    held_bytes: u64,
+    budget: u64,
+    /// Created when the first chunk does not fit the budget; from then on every chunk goes here,
+    /// so the held chunks are always the first ones.
+    spill: Option<BufWriter<File>>,
+    scratch_dir: std::path::PathBuf,
+}
+
+impl Chunks {
+    fn keep(&mut self, stored: Cow<'_, [u8]>) -> Result<()> {
+        let len = stored.len() as u64;
+        if self.spill.is_none() && self.held_bytes.saturating_add(len) <= self.budget {
+            self.held_bytes += len;
+            self.held.push(stored.into_owned());
+            return Ok(());
+        }
+        let spill = match &mut self.spill {
+            Some(spill) => spill,
+            None => self.spill.insert(Self::spill_file(&self.scratch_dir)?),
+        };
+        spill.write_all(&stored)?;
+        Ok(())
+    }
+
+    /// Anonymous (unlinked at creation): nothing to clean up on any exit path.
+    fn spill_file(scratch_dir: &Path) -> Result<BufWriter<File>> {
+        Ok(BufWriter::with_capacity(
+            1 << 20,
+            tempfile::tempfile_in(scratch_dir)?,
+        ))
+    }
 }
 
 impl core::fmt::Debug for TensorFileWriter {
@@ -378,8 +413,9 @@ impl core::fmt::Debug for TensorFileWriter {
 
 impl TensorFileWriter {
     /// Starts a model file at `destination` (nothing appears there until
-    /// [`TensorFileWriter::finish`]). The destination is checked now, so a refused output fails
-    /// before any tensor is read.
+    /// [`TensorFileWriter::finish`]) whose chunks are spilled to a temporary file as they come:
+    /// memory holds one tensor. The destination is checked now, so a refused output fails before
+    /// any tensor is read.
     ///
     /// # Errors
     /// `Io` if the destination is refused ([`Destination::check`]) or the spill file cannot be
@@ -388,33 +424,36 @@ impl TensorFileWriter {
         destination: impl Into<Destination>,
         compression: envelope_core::Compression,
     ) -> Result<Self> {
-        let destination = destination.into();
-        destination.check()?;
-        // Anonymous (unlinked at creation): nothing to clean up on any exit path.
-        let spill = tempfile::tempfile_in(destination.scratch_dir()?)?;
-        Ok(Self::with_chunks(
-            destination,
-            compression,
-            Chunks::Spilled(BufWriter::with_capacity(1 << 20, spill)),
-        ))
+        let mut writer = Self::with_memory_budget(destination, compression, 0)?;
+        writer.chunks.spill = Some(Chunks::spill_file(&writer.chunks.scratch_dir)?);
+        Ok(writer)
     }
 
-    /// As [`TensorFileWriter::new`], but the stored chunks are held in memory until
-    /// [`TensorFileWriter::finish`] writes them: memory holds the output file's payload. The file
-    /// written is the same, byte for byte.
+    /// As [`TensorFileWriter::new`], but the stored chunks are held in memory while their total
+    /// stays within `budget` bytes, and only the chunks after that are spilled: an output within
+    /// the budget is written once, from memory (`apr quantize`, whose output is a fraction of its
+    /// input, uses [`QUANTIZE_MEMORY_BUDGET`]). The file written is the same, byte for byte.
     ///
     /// # Errors
     /// `Io` if the destination is refused ([`Destination::check`]).
-    pub fn in_memory(
+    pub fn with_memory_budget(
         destination: impl Into<Destination>,
         compression: envelope_core::Compression,
+        budget: u64,
     ) -> Result<Self> {
         let destination = destination.into();
         destination.check()?;
+        let scratch_dir = destination.scratch_dir()?;
         Ok(Self::with_chunks(
             destination,
             compression,
-            Chunks::Held(Vec::new()),
+            Chunks {
+                held: Vec::new(),
+                held_bytes: 0,
+                budget,
+                spill: None,
+                scratch_dir,
+            },
         ))
     }
 
@@ -452,8 +491,7 @@ impl TensorFileWriter {
     /// As [`TensorFileWriter::push`].
     pub fn push_owned(&mut self, tensor: Tensor) -> Result<()> {
         self.check_name(&tensor)?;
-        let held = matches!(self.chunks, Chunks::Held(_));
-        if held && self.compression == envelope_core::Compression::None {
+        if self.compression == envelope_core::Compression::None {
             let entry = self.entry(&tensor, tensor.data().len() as u64);
             self.keep(Cow::Owned(tensor.into_data()))?;
             self.entries.push(entry);
@@ -499,11 +537,7 @@ impl TensorFileWriter {
             size.0 = stored.len() as u64;
         }
         self.checksums.push(crc32c::crc32c(&stored));
-        match &mut self.chunks {
-            Chunks::Spilled(spill) => spill.write_all(&stored)?,
-            Chunks::Held(held) => held.push(stored.into_owned()),
-        }
-        Ok(())
+        self.chunks.keep(stored)
     }
 
     /// Writes the file atomically: metadata (card, tensor directory, `quantization`), the chunk
@@ -531,39 +565,38 @@ impl TensorFileWriter {
         parts.compression = self.compression;
         parts.quantized = self.quantized;
         parts.metadata = Cow::Owned(metadata.encode()?);
-        let sizes = self.sizes;
-        match self.chunks {
-            Chunks::Held(held) => output_file::write(self.destination, |out| {
-                let mut writer = parts.begin_chunked(index, out)?;
-                for chunk in &held {
-                    writer.write_chunk(chunk)?;
-                }
-                writer.finish()?;
-                Ok(())
-            }),
-            Chunks::Spilled(spill) => {
+        let Chunks { held, spill, .. } = self.chunks;
+        let spill = spill
+            .map(|spill| -> Result<File> {
                 let mut spill = spill
                     .into_inner()
                     .map_err(|e| Error::from(e.into_error()))?;
                 spill.seek(SeekFrom::Start(0))?;
-                output_file::write(self.destination, |out| {
-                    let mut writer = parts.begin_chunked(index, out)?;
-                    let mut buffer = Vec::new();
-                    for ((stored, _, _), entry) in sizes.iter().zip(&metadata.tensors) {
-                        buffer.resize(
-                            usize::try_from(*stored).map_err(|_| Error::TooLargeForPlatform {
-                                tensor: entry.name.clone(),
-                            })?,
-                            0,
-                        );
-                        spill.read_exact(&mut buffer)?;
-                        writer.write_chunk(&buffer)?;
-                    }
-                    writer.finish()?;
-                    Ok(())
-                })
+                Ok(spill)
+            })
+            .transpose()?;
+        let spilled = self.sizes.iter().zip(&metadata.tensors).skip(held.len());
+        output_file::write(self.destination, |out| {
+            let mut writer = parts.begin_chunked(index, out)?;
+            for chunk in &held {
+                writer.write_chunk(chunk)?;
             }
-        }
+            if let Some(mut spill) = spill {
+                let mut buffer = Vec::new();
+                for ((stored, _, _), entry) in spilled {
+                    buffer.resize(
+                        usize::try_from(*stored).map_err(|_| Error::TooLargeForPlatform {
+                            tensor: entry.name.clone(),
+                        })?,
+                        0,
+                    );
+                    spill.read_exact(&mut buffer)?;
+                    writer.write_chunk(&buffer)?;
+                }
+            }
+            writer.finish()?;
+            Ok(())
+        })
     }
 }
 
@@ -600,6 +633,52 @@ mod tests {
             assert_eq!(load_tensors(&path, ModelType::NeuralCustom).unwrap(), model);
             let file = open(&path).unwrap();
             assert_eq!(&file.tensor("b").unwrap(), model.tensor("b").unwrap());
+        }
+    }
+
+    /// Whatever the memory budget, the writer writes the same bytes: everything held, everything
+    /// spilled, and the first chunks held with the rest spilled.
+    #[test]
+    fn held_and_spilled_chunks_write_the_same_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let values: Vec<f32> = (0..1024).map(|i| i as f32 / 5.0).collect();
+        let tensors: Vec<Tensor> = (0..4)
+            .map(|i| {
+                Tensor::from_f32(format!("t{i}"), vec![256], &values[i * 256..][..256]).unwrap()
+            })
+            .collect();
+        let model = TensorModel::new(tensors.clone()).unwrap();
+        for compression in [
+            envelope_core::Compression::None,
+            envelope_core::Compression::ZstdL3,
+        ] {
+            let options = SaveOptions {
+                card: ModelCard::default(),
+                compression,
+            };
+            let expected =
+                crate::save_tensors_to_bytes(&model, ModelType::NeuralCustom, &options).unwrap();
+            for budget in [None, Some(0), Some(1500), Some(u64::MAX)] {
+                let path = dir.path().join(format!("{compression:?}-{budget:?}.apr"));
+                let mut writer = match budget {
+                    None => TensorFileWriter::new(&path, compression),
+                    Some(budget) => {
+                        TensorFileWriter::with_memory_budget(&path, compression, budget)
+                    }
+                }
+                .unwrap();
+                for (i, tensor) in tensors.iter().enumerate() {
+                    if i % 2 == 0 {
+                        writer.push(tensor).unwrap();
+                    } else {
+                        writer.push_owned(tensor.clone()).unwrap();
+                    }
+                }
+                writer
+                    .finish(ModelType::NeuralCustom, &ModelCard::default(), None)
+                    .unwrap();
+                assert_eq!(std::fs::read(&path).unwrap(), expected, "budget {budget:?}");
+            }
         }
     }
 

@@ -597,7 +597,11 @@ mod tests {
         let file = super::super::open(input)?;
         let registry = QuantizerRegistry::default();
         let mut session = QuantizationSession::new(hooks, &registry);
-        let mut writer = TensorFileWriter::in_memory(output, envelope_core::Compression::None)?;
+        let mut writer = TensorFileWriter::with_memory_budget(
+            output,
+            envelope_core::Compression::None,
+            super::super::QUANTIZE_MEMORY_BUDGET,
+        )?;
         let mut seen = 0;
         quantize_into(&file, &mut session, &mut writer, |done| seen = done)?;
         assert_eq!(seen, file.metadata().tensors.len());

@@ -496,7 +496,11 @@ pub fn quantize(args: &QuantizeArgs) -> anyhow::Result<()> {
         compression: input.envelope().header().compression(),
     };
     let shown = destination.path().display().to_string();
-    let mut writer = apr::fs::TensorFileWriter::in_memory(destination, options.compression)?;
+    let mut writer = apr::fs::TensorFileWriter::with_memory_budget(
+        destination,
+        options.compression,
+        apr::fs::QUANTIZE_MEMORY_BUDGET,
+    )?;
     let count = input.metadata().tensors.len();
     let bar = cli_support::progress::items(count as u64, "tensors", "quantizing");
     let mut checks = Vec::new();
