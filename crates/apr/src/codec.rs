@@ -307,17 +307,14 @@ impl<B: AsRef<[u8]>> AprFile<B> {
     /// computed while it is copied out (one read of the stored bytes), and the copy is returned
     /// only if it matches, with the same `ChecksumMismatch` as [`Envelope::chunk`] reports.
     fn chunk_data(&self, position: usize) -> Result<Vec<u8>> {
-        if !self.envelope.is_fully_verified()
-            && self.is_plain_stored()
-            && let Some((stored, entry)) = self.stored_chunk(position)
-        {
+        if let Some((stored, expected)) = self.unverified_stored_chunk(position) {
             let mut computed = 0;
             let data = copy_checksummed(stored, |piece| {
                 computed = crc32c::crc32c_append(computed, piece);
             });
-            if computed != entry.stored_crc32c {
+            if computed != expected {
                 return Err(envelope_core::Error::ChecksumMismatch {
-                    stored: entry.stored_crc32c,
+                    stored: expected,
                     computed,
                 }
                 .into());
@@ -333,6 +330,19 @@ impl<B: AsRef<[u8]>> AprFile<B> {
         self.envelope.chunk_index().is_some()
             && header.compression() == Compression::None
             && !header.flags().contains(envelope_core::Flags::ENCRYPTED)
+    }
+
+    /// The stored bytes of chunk `position` and the CRC-32C they must match, for a chunk of a
+    /// lazily opened file that is stored as is and not verified yet: for callers that check the
+    /// CRC-32C in the same pass as their own work on the bytes (the copy of [`AprFile::tensors`],
+    /// `apr quantize`'s kernels), while the bytes are in cache. `None` otherwise:
+    /// [`Envelope::decode_chunk`] then checks and decodes the chunk.
+    pub(crate) fn unverified_stored_chunk(&self, position: usize) -> Option<(&[u8], u32)> {
+        if self.envelope.is_fully_verified() || !self.is_plain_stored() {
+            return None;
+        }
+        self.stored_chunk(position)
+            .map(|(stored, entry)| (stored, entry.stored_crc32c))
     }
 
     /// The stored bytes of chunk `position` and its index entry, when they decode to themselves

@@ -308,7 +308,11 @@ fn stream(
 ) -> Result<()> {
     let Some(hasher) = hasher else {
         // One block, reused: `read_blocks` hands it back through `spare`.
-        let spare = std::cell::Cell::new(Some(vec![0u8; BLOCK.min(range_len(&range)?)]));
+        let spare =
+            std::cell::Cell::new(Some(vec![
+                0u8;
+                block_len(range.end.saturating_sub(range.start))
+            ]));
         return read_blocks(
             file,
             range,
@@ -322,7 +326,7 @@ fn stream(
     };
     let (full, to_hash) = mpsc::sync_channel::<Vec<u8>>(DEPTH);
     let (hashed, empty) = mpsc::channel::<Vec<u8>>();
-    let size = BLOCK.min(range_len(&range)?);
+    let size = block_len(range.end.saturating_sub(range.start));
     for _ in 0..=DEPTH {
         // Cannot fail: `empty` is alive.
         let _ = hashed.send(vec![0u8; size]);
@@ -363,7 +367,7 @@ fn read_blocks(
     let mut at = range.start;
     while at < range.end {
         let mut block = next_block().ok_or_else(hashing_stopped)?;
-        let want = usize::try_from(range.end - at).map_or(BLOCK, |left| left.min(BLOCK));
+        let want = block_len(range.end - at);
         block.resize(want, 0);
         read_at(file, &mut block, at)?;
         at += want as u64;
@@ -372,8 +376,10 @@ fn read_blocks(
     Ok(())
 }
 
-fn range_len(range: &Range<u64>) -> Result<usize> {
-    Error::fit_in_memory("a range of the file", range.end.saturating_sub(range.start))
+/// The bytes of the next block when `left` bytes are left to read: at most [`BLOCK`], so a
+/// range of any size (past `usize` on 32-bit targets too) is read in bounded memory.
+fn block_len(left: u64) -> usize {
+    usize::try_from(left).map_or(BLOCK, |left| left.min(BLOCK))
 }
 
 fn hashing_stopped() -> Error {

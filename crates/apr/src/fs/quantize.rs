@@ -119,7 +119,7 @@ fn quantize_fast(
     // Verified (CRC-32C) before any byte of it is read; borrowed from the mapping when stored
     // uncompressed.
     let pages = Pages(Some(file.envelope().storage()));
-    let chunk = match checked_chunk(file.envelope(), position, threads, &pages) {
+    let chunk = match checked_chunk(file, position, threads, &pages) {
         Some(stored) => std::borrow::Cow::Borrowed(stored),
         None => file.envelope().decode_chunk(position)?,
     };
@@ -155,28 +155,19 @@ fn quantize_fast(
     Ok(true)
 }
 
-/// Chunk `position` of an uncompressed, unencrypted file opened lazily, its CRC-32C checked on
-/// `threads` threads (the pieces' CRCs combined), as [`envelope_core::Envelope::decode_chunk`]
-/// would check it on one. `None` when that does not apply or the check fails: `decode_chunk` then
-/// does the work, and reports a mismatch with its own error.
+/// Chunk `position` of an uncompressed, unencrypted file opened lazily
+/// ([`AprFile::unverified_stored_chunk`]), its CRC-32C checked on `threads` threads (the pieces'
+/// CRCs combined), as [`envelope_core::Envelope::decode_chunk`] would check it on one. `None` when
+/// that does not apply or the check fails: `decode_chunk` then does the work, and reports a
+/// mismatch with its own error.
 fn checked_chunk<'f>(
-    envelope: &'f envelope_core::Envelope<MappedFile>,
+    file: &'f AprFile<MappedFile>,
     position: usize,
     threads: usize,
     pages: &Pages<'_>,
 ) -> Option<&'f [u8]> {
-    let header = envelope.header();
-    if envelope.is_fully_verified()
-        || header.compression() != envelope_core::Compression::None
-        || header.flags().contains(envelope_core::Flags::ENCRYPTED)
-    {
-        return None;
-    }
-    let entry = envelope.chunk_index()?.entries().get(position)?;
-    let start = usize::try_from(entry.stored_offset).ok()?;
-    let end = start.checked_add(usize::try_from(entry.stored_size).ok()?)?;
-    let stored = envelope.payload().get(start..end)?;
-    (crc32c_parallel(stored, threads, pages) == entry.stored_crc32c).then_some(stored)
+    let (stored, expected) = file.unverified_stored_chunk(position)?;
+    (crc32c_parallel(stored, threads, pages) == expected).then_some(stored)
 }
 
 /// CRC-32C of `bytes` computed in `threads` pieces at once and combined, each piece's pages
@@ -370,6 +361,12 @@ impl<'o> Work<'_, 'o> {
         self.done.len()
     }
 
+    /// The stored bytes of values `values`.
+    fn stored(&self, values: std::ops::Range<usize>) -> &[u8] {
+        let bytes_per_value = self.bytes.len() / self.elements.max(1);
+        &self.bytes[values.start * bytes_per_value..values.end * bytes_per_value]
+    }
+
     /// The values of window `w`.
     fn span(&self, w: usize) -> std::ops::Range<usize> {
         w * WINDOW..((w + 1) * WINDOW).min(self.elements)
@@ -400,10 +397,8 @@ impl<'o> Work<'_, 'o> {
         let range = self.span(w);
         if w.is_multiple_of(RELEASE_WINDOWS) {
             // The first window of a stretch the measuring thread releases as one: map its pages.
-            let bytes_per_value = self.bytes.len() / self.elements.max(1);
             let end = (range.start + RELEASE_WINDOWS * WINDOW).min(self.elements);
-            self.pages
-                .populate(&self.bytes[range.start * bytes_per_value..end * bytes_per_value]);
+            self.pages.populate(self.stored(range.start..end));
         }
         if quantize_window(self.quant, self.dtype, self.bytes, range, values, dst).is_err() {
             self.non_finite.store(true, Ordering::Relaxed);
@@ -469,10 +464,8 @@ impl<'o> Work<'_, 'o> {
             // Every thread is done with the windows up to this one: their pages can go.
             self.measured.store(w + 1, Ordering::Relaxed);
             if (w + 1).is_multiple_of(RELEASE_WINDOWS) {
-                let bytes_per_value = self.bytes.len() / self.elements.max(1);
-                let start = (w + 1 - RELEASE_WINDOWS) * WINDOW * bytes_per_value;
                 self.pages
-                    .release(&self.bytes[start..range.end * bytes_per_value]);
+                    .release(self.stored((w + 1 - RELEASE_WINDOWS) * WINDOW..range.end));
             }
         }
         if self.non_finite.load(Ordering::Relaxed) {
