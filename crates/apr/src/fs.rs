@@ -502,6 +502,23 @@ impl TensorFileWriter {
         }
     }
 
+    /// [`TensorFileWriter::push_owned`] of a tensor whose data's CRC-32C the caller already
+    /// computed (`apr quantize` does, on every core, while the blocks are in cache). The chunk
+    /// writer checks it again when the file is written.
+    ///
+    /// # Errors
+    /// As [`TensorFileWriter::push`].
+    pub(crate) fn push_owned_with_crc32c(&mut self, tensor: Tensor, crc32c: u32) -> Result<()> {
+        if self.compression != envelope_core::Compression::None {
+            return self.push_owned(tensor);
+        }
+        self.check_name(&tensor)?;
+        let entry = self.entry(&tensor, tensor.data().len() as u64);
+        self.keep_checked(Cow::Owned(tensor.into_data()), crc32c)?;
+        self.entries.push(entry);
+        Ok(())
+    }
+
     fn check_name(&self, tensor: &Tensor) -> Result<()> {
         if self.names.contains(&tensor.name) {
             return Err(Error::DuplicateName {
@@ -533,10 +550,16 @@ impl TensorFileWriter {
 
     /// Keeps the stored bytes of the chunk whose entry was just recorded.
     fn keep(&mut self, stored: Cow<'_, [u8]>) -> Result<()> {
+        let crc = crc32c::crc32c(&stored);
+        self.keep_checked(stored, crc)
+    }
+
+    /// [`Self::keep`] of bytes whose CRC-32C is `crc`.
+    fn keep_checked(&mut self, stored: Cow<'_, [u8]>, crc: u32) -> Result<()> {
         if let Some(size) = self.sizes.last_mut() {
             size.0 = stored.len() as u64;
         }
-        self.checksums.push(crc32c::crc32c(&stored));
+        self.checksums.push(crc);
         self.chunks.keep(stored)
     }
 
@@ -577,28 +600,34 @@ impl TensorFileWriter {
             .transpose()?;
         let spilled = self.sizes.iter().zip(&metadata.tensors).skip(held.len());
         output_file::write(self.destination, |out| {
-            let mut writer = parts.begin_chunked(index, out)?;
-            for chunk in &held {
-                writer.write_chunk(chunk)?;
-            }
-            if let Some(mut spill) = spill {
-                let mut buffer = Vec::new();
-                for ((stored, _, _), entry) in spilled {
-                    buffer.resize(
-                        usize::try_from(*stored).map_err(|_| Error::TooLargeForPlatform {
-                            tensor: entry.name.clone(),
-                        })?,
-                        0,
-                    );
-                    spill.read_exact(&mut buffer)?;
-                    writer.write_chunk(&buffer)?;
+            output_file::with_early_sync(out, EARLY_SYNC, |out| {
+                let mut writer = parts.begin_chunked(index, out)?;
+                for chunk in &held {
+                    writer.write_chunk(chunk)?;
                 }
-            }
-            writer.finish()?;
-            Ok(())
+                if let Some(mut spill) = spill {
+                    let mut buffer = Vec::new();
+                    for ((stored, _, _), entry) in spilled {
+                        buffer.resize(
+                            usize::try_from(*stored).map_err(|_| Error::TooLargeForPlatform {
+                                tensor: entry.name.clone(),
+                            })?,
+                            0,
+                        );
+                        spill.read_exact(&mut buffer)?;
+                        writer.write_chunk(&buffer)?;
+                    }
+                }
+                writer.finish()?;
+                Ok(())
+            })
         })
     }
 }
+
+/// Bytes [`TensorFileWriter::finish`] writes between two requests to flush the output to disk:
+/// the disk's write-back overlaps the rest of the writing ([`output_file::with_early_sync`]).
+const EARLY_SYNC: usize = 16 << 20;
 
 #[cfg(test)]
 mod tests {

@@ -34,7 +34,12 @@
 #![cfg_attr(target_arch = "wasm32", allow(unused))]
 
 #[cfg(not(target_arch = "wasm32"))]
+mod early_sync;
+#[cfg(not(target_arch = "wasm32"))]
 mod native;
+
+#[cfg(not(target_arch = "wasm32"))]
+pub use early_sync::{EarlySyncWriter, with_early_sync};
 
 #[cfg(not(target_arch = "wasm32"))]
 pub use native::*;

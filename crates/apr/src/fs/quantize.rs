@@ -1,20 +1,24 @@
 //! Streaming quantization of a model file (`apr quantize`): each tensor that a built-in block
-//! kernel quantizes is read straight from its verified chunk (no copy of the tensor, no f32 copy,
-//! no dequantized copy), quantized on every core, and its relative error measured in the same
-//! pass while the values are in cache.
+//! kernel quantizes is read straight from its chunk in the mapped input (no copy of the tensor,
+//! no f32 copy, no dequantized copy), checked, quantized and measured in one pass on every core.
 //!
-//! The error must be the bit-exact value [`crate::quant::relative_error`] gives (it is stored in
-//! the metadata, and the output must not depend on the machine), and its f64 sums are sequential:
-//! they cannot be split across threads without changing their rounding. So one thread, the
-//! *measuring* thread, walks the tensor in order, window by window, keeping the sums; the other
-//! threads take windows ahead of it from a shared counter and only quantize them. When the
-//! measuring thread reaches a window nobody took, it quantizes that window itself and measures
-//! it in the same pass; when a helper took it, it waits for that window's blocks and measures
-//! them. The sums' order is the tensor's element order whichever thread quantized what.
+//! The tensor is cut into batches of [`BATCH_WINDOWS`] windows of [`ERROR_WINDOW`] values; each
+//! thread takes the next batch from a shared counter and, while its bytes are in cache, computes
+//! their CRC-32C, quantizes each window and measures the window's error
+//! ([`WindowSums`]). The batches' CRCs are combined in order into the chunk's, and the windows'
+//! sums are added in order into the tensor's ([`ErrorSums`]), so the result is the one
+//! [`crate::quant::relative_error`] gives on one thread, to the bit, whatever thread did what.
+//!
+//! The check and the work share the pass (the input is mapped and read once), so the work is
+//! done before the check's verdict is known: its result is used only if the CRC-32C holds, and a
+//! mismatch goes to [`envelope_core::Envelope::decode_chunk`], which reports it. Nothing computed
+//! from unchecked bytes leaves this module, and the kernels are total on any bytes (a value that
+//! is not finite is an outcome, not a panic).
 //!
 //! Every other tensor (kept, plugin types, hooks that inspect results, TRUENO_NATIVE padding)
 //! goes through [`QuantizationSession::quantize`] as before.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -23,33 +27,17 @@ use crate::codec::AprFile;
 use crate::error::{Error, Result};
 use crate::model::QuantizationSession;
 use crate::quant::QuantType;
-use crate::quant::kernels::{self, BLOCK_LEN, ErrorSums, KernelError};
+use crate::quant::kernels::{self, BLOCK_LEN, ERROR_WINDOW, ErrorSums, KernelError, WindowSums};
 use crate::tensor::{DType, MAX_DIMS, MAX_NAME_BYTES, Tensor};
 use mapped_file::MappedFile;
 
-/// Values per window: 16 KiB of f32, so a window's values, blocks and dequantized copy stay in
-/// the L1/L2 cache between quantizing and measuring, and a thread's claim on the shared counter
-/// is rare next to its work.
-const WINDOW: usize = 4096;
+/// Windows per batch, a thread's unit of work: 1 MiB of f32, small enough to stay in the L2
+/// cache between its check and its quantization, large enough that claims, page mapping and
+/// release are rare next to the work.
+const BATCH_WINDOWS: usize = 64;
 
-/// Helpers quantize at most this many windows (16 MiB of f32) ahead of the measuring thread.
-const AHEAD: usize = 1024;
-
-/// The measuring thread releases the input's pages every this many windows (4 MiB of f32).
-const RELEASE_WINDOWS: usize = 256;
-
-/// The CRC-32C check releases the input's pages every this many bytes.
-const RELEASE_BYTES: usize = 4 << 20;
-
-/// What a helper's step did.
-enum Help {
-    /// Quantized a window.
-    Done,
-    /// Nothing now: the measuring thread is [`AHEAD`] windows behind.
-    Wait,
-    /// No window is left, or a value that is not finite stopped the work.
-    Finished,
-}
+/// Values per batch.
+const BATCH_VALUES: usize = BATCH_WINDOWS * ERROR_WINDOW;
 
 /// Tensors below this many values are quantized on the calling thread alone: starting threads
 /// costs more than it saves.
@@ -62,8 +50,8 @@ const PARALLEL_MIN: usize = 1 << 18;
 /// path does not take).
 ///
 /// # Errors
-/// As [`AprFile::tensor_at`] (a chunk whose CRC-32C fails is refused before any of its bytes is
-/// used), [`QuantizationSession::quantize`] and [`TensorFileWriter::push`].
+/// As [`AprFile::tensor_at`] (a chunk whose CRC-32C fails is refused, and nothing computed from
+/// it is used), [`QuantizationSession::quantize`] and [`TensorFileWriter::push`].
 pub fn quantize_into(
     file: &AprFile<MappedFile>,
     session: &mut QuantizationSession<'_>,
@@ -116,21 +104,31 @@ fn quantize_fast(
     else {
         return Ok(false);
     };
-    // Verified (CRC-32C) before any byte of it is read; borrowed from the mapping when stored
-    // uncompressed.
-    let pages = Pages(Some(file.envelope().storage()));
-    let chunk = match checked_chunk(file, position, threads, &pages) {
-        Some(stored) => std::borrow::Cow::Borrowed(stored),
-        None => file.envelope().decode_chunk(position)?,
-    };
-    if dtype.byte_len(elements as u64) != Some(chunk.len() as u64) {
-        return Ok(false);
-    }
+    let fits = |bytes: &[u8]| dtype.byte_len(elements as u64) == Some(bytes.len() as u64);
     let threads = if elements < PARALLEL_MIN { 1 } else { threads };
-    let (blocks, outcome) = quantize_values(quant, dtype, &chunk, elements, threads, &pages);
-    pages.release(&chunk);
-    drop(chunk);
-    let error = match outcome {
+    let pages = Pages(Some(file.envelope().storage()));
+    // Stored as is and not verified yet: checked in the quantizing pass, its result used only if
+    // the CRC-32C holds.
+    let checked = file
+        .unverified_stored_chunk(position)
+        .filter(|(stored, _)| fits(stored))
+        .and_then(|(stored, expected)| {
+            let pass = run_pass(quant, dtype, stored, elements, true, &pages, threads);
+            (pass.crc == expected).then_some(pass)
+        });
+    let pass = match checked {
+        Some(pass) => pass,
+        None => {
+            // Compressed, encrypted, already verified, or the check failed: `decode_chunk`
+            // checks (and reports a mismatch with its own error) and decodes.
+            let chunk: Cow<'_, [u8]> = file.envelope().decode_chunk(position)?;
+            if !fits(&chunk) {
+                return Ok(false);
+            }
+            run_pass(quant, dtype, &chunk, elements, false, &pages, threads)
+        }
+    };
+    let error = match pass.outcome {
         Outcome::Measured(sums) => sums.relative_error(),
         // The messages and order of `QuantizationSession::quantize`: a value that is not
         // finite anywhere is refused before a scale overflow is looked for.
@@ -148,65 +146,16 @@ fn quantize_fast(
         entry.name.clone(),
         DType::Quantized(quant),
         entry.shape.clone(),
-        blocks,
+        pass.blocks,
     )?;
     session.record_block(&entry.name, dtype, elements as u64, quant, error);
-    writer.push_owned(tensor)?;
+    writer.push_owned_with_crc32c(tensor, pass.blocks_crc)?;
     Ok(true)
 }
 
-/// Chunk `position` of an uncompressed, unencrypted file opened lazily
-/// ([`AprFile::unverified_stored_chunk`]), its CRC-32C checked on `threads` threads (the pieces'
-/// CRCs combined), as [`envelope_core::Envelope::decode_chunk`] would check it on one. `None` when
-/// that does not apply or the check fails: `decode_chunk` then does the work, and reports a
-/// mismatch with its own error.
-fn checked_chunk<'f>(
-    file: &'f AprFile<MappedFile>,
-    position: usize,
-    threads: usize,
-    pages: &Pages<'_>,
-) -> Option<&'f [u8]> {
-    let (stored, expected) = file.unverified_stored_chunk(position)?;
-    (crc32c_parallel(stored, threads, pages) == expected).then_some(stored)
-}
-
-/// CRC-32C of `bytes` computed in `threads` pieces at once and combined, each piece's pages
-/// released as soon as they are read.
-fn crc32c_parallel(bytes: &[u8], threads: usize, pages: &Pages<'_>) -> u32 {
-    let crc_of = |piece: &[u8]| {
-        piece.chunks(RELEASE_BYTES).fold(0, |crc, part| {
-            pages.populate(part);
-            let crc = crc32c::crc32c_append(crc, part);
-            pages.release(part);
-            crc
-        })
-    };
-    if threads < 2 || bytes.len() < PARALLEL_MIN {
-        return crc_of(bytes);
-    }
-    let piece = bytes.len().div_ceil(threads);
-    let crcs: Vec<(u32, usize)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = bytes
-            .chunks(piece)
-            .map(|piece| scope.spawn(move || (crc_of(piece), piece.len())))
-            .collect();
-        handles
-            .into_iter()
-            .map(|handle| {
-                handle
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    });
-    crcs.into_iter()
-        .reduce(|(a, _), (b, len)| (crc32c::crc32c_combine(a, b, len), len))
-        .map_or(0, |(crc, _)| crc)
-}
-
-/// The mapped input file, whose pages a streaming pass releases once it has read them: resident
-/// memory then holds a bounded stretch of the input, not all of it (pages of a mapping count in a
-/// process's RSS).
+/// The mapped input file, whose pages a streaming pass maps ahead of its reads and releases
+/// once it has read them: resident memory then holds a bounded stretch of the input, not all of
+/// it (pages of a mapping count in a process's RSS).
 pub(crate) struct Pages<'f>(pub(crate) Option<&'f MappedFile>);
 
 impl Pages<'_> {
@@ -266,236 +215,253 @@ fn load_values(dtype: DType, bytes: &[u8], start: usize, dst: &mut [f32]) {
     }
 }
 
-/// Quantizes values `range` of a `dtype` tensor stored in `bytes` into `dst`: f32 straight from
-/// the bytes, f16 and bf16 through `values` (a window's room).
-fn quantize_window(
-    quant: QuantType,
-    dtype: DType,
-    bytes: &[u8],
-    range: std::ops::Range<usize>,
-    values: &mut [f32],
-    dst: &mut [u8],
-) -> std::result::Result<(), KernelError> {
-    if dtype == DType::F32 {
-        kernels::quantize_blocks_le(quant, &bytes[range.start * 4..range.end * 4], dst)
-    } else {
-        let values = &mut values[..range.len()];
-        load_values(dtype, bytes, range.start, values);
-        kernels::quantize_blocks(quant, values, dst)
-    }
+/// The result of a [`Pass`].
+struct Done {
+    /// The quantized blocks (meaningful for [`Outcome::Measured`] and [`Outcome::Overflow`]).
+    blocks: Vec<u8>,
+    /// Their CRC-32C (for [`Outcome::Measured`]).
+    blocks_crc: u32,
+    outcome: Outcome,
+    /// The CRC-32C of the bytes read (0 when the pass did not check).
+    crc: u32,
 }
 
-/// Quantizes the `elements` values of a `dtype` tensor stored in `bytes` to `quant` blocks on
-/// `threads` threads, measuring the relative error in element order (see the module's comment).
-fn quantize_values(
+/// What one batch found, or `None` if a value is not finite.
+struct BatchResult {
+    /// The CRC-32C of the batch's input bytes (0 when the pass does not check).
+    input_crc: u32,
+    /// The CRC-32C of its blocks.
+    blocks_crc: u32,
+    /// Its blocks' length.
+    blocks_len: usize,
+    /// Each window's sums, in order.
+    windows: Vec<WindowSums>,
+}
+
+/// One tensor's quantizing pass, shared by its threads.
+struct Pass<'s, 'o> {
+    quant: QuantType,
+    dtype: DType,
+    bytes: &'s [u8],
+    elements: usize,
+    /// Whether each batch's CRC-32C is computed.
+    check: bool,
+    /// Output bytes per window.
+    window_bytes: usize,
+    /// The CPU's vector extensions, detected once.
+    arch: pulp::Arch,
+    /// Each batch's output, taken by the thread that claims the batch.
+    slots: Vec<Mutex<Option<&'o mut [u8]>>>,
+    /// What each batch found.
+    results: Vec<OnceLock<Option<BatchResult>>>,
+    /// The first batch nobody has claimed.
+    next: AtomicUsize,
+    /// Set when a value that is not finite was found: the threads stop claiming.
+    non_finite: AtomicBool,
+    pages: &'s Pages<'s>,
+}
+
+/// Checks (if `check`), quantizes and measures the `elements` values of a `dtype` tensor stored
+/// in `bytes` (its length checked by the caller) to `quant` blocks on `threads` threads.
+fn run_pass(
     quant: QuantType,
     dtype: DType,
     bytes: &[u8],
     elements: usize,
-    threads: usize,
+    check: bool,
     pages: &Pages<'_>,
-) -> (Vec<u8>, Outcome) {
-    let block_bytes = kernels::block_bytes(quant).unwrap_or(0);
-    let mut out = vec![0u8; elements / BLOCK_LEN * block_bytes];
-    let window_bytes = (WINDOW / BLOCK_LEN * block_bytes).max(1);
-    let outcome = {
-        let work = Work {
+    threads: usize,
+) -> Done {
+    // At least 1: `chunks_mut` refuses 0, and the kernels refuse a type that is not a block type.
+    let block_bytes = kernels::block_bytes(quant).unwrap_or(0).max(1);
+    let mut blocks = vec![0u8; elements / BLOCK_LEN * block_bytes];
+    let (outcome, crc, blocks_crc) = {
+        let pass = Pass {
             quant,
             dtype,
             bytes,
             elements,
-            slots: out
-                .chunks_mut(window_bytes)
+            check,
+            window_bytes: ERROR_WINDOW / BLOCK_LEN * block_bytes,
+            arch: pulp::Arch::new(),
+            slots: blocks
+                .chunks_mut(BATCH_VALUES / BLOCK_LEN * block_bytes)
                 .map(|slot| Mutex::new(Some(slot)))
                 .collect(),
-            done: (0..elements.div_ceil(WINDOW))
+            results: (0..elements.div_ceil(BATCH_VALUES))
                 .map(|_| OnceLock::new())
                 .collect(),
             next: AtomicUsize::new(0),
-            measured: AtomicUsize::new(0),
             non_finite: AtomicBool::new(false),
             pages,
         };
         std::thread::scope(|scope| {
             for _ in 1..threads {
-                scope.spawn(|| {
-                    let mut values = vec![0.0f32; WINDOW];
-                    loop {
-                        match work.help(&mut values) {
-                            Help::Done => {}
-                            Help::Wait => std::thread::yield_now(),
-                            Help::Finished => break,
-                        }
-                    }
-                });
+                scope.spawn(|| pass.work());
             }
-            work.measure()
-        })
+            pass.work();
+        });
+        pass.combine()
     };
-    (out, outcome)
-}
-
-/// One tensor's work, shared by its threads.
-struct Work<'s, 'o> {
-    quant: QuantType,
-    dtype: DType,
-    bytes: &'s [u8],
-    elements: usize,
-    /// Each window's output, taken by the thread that claims the window.
-    slots: Vec<Mutex<Option<&'o mut [u8]>>>,
-    /// The blocks of each window a helper quantized, published for the measuring thread.
-    done: Vec<OnceLock<&'o [u8]>>,
-    /// The first window nobody has claimed.
-    next: AtomicUsize,
-    /// The windows measured so far: helpers stay within [`AHEAD`] windows of it, so that the
-    /// input pages read and not yet released stay bounded.
-    measured: AtomicUsize,
-    /// The input's pages, released behind the measuring thread.
-    pages: &'s Pages<'s>,
-    /// Set when a value that is not finite was found: everyone stops.
-    non_finite: AtomicBool,
-}
-
-impl<'o> Work<'_, 'o> {
-    fn windows(&self) -> usize {
-        self.done.len()
+    Done {
+        blocks,
+        blocks_crc,
+        outcome,
+        crc,
     }
+}
 
-    /// The stored bytes of values `values`.
+impl Pass<'_, '_> {
+    /// The bytes of values `values`.
     fn stored(&self, values: std::ops::Range<usize>) -> &[u8] {
         let bytes_per_value = self.bytes.len() / self.elements.max(1);
         &self.bytes[values.start * bytes_per_value..values.end * bytes_per_value]
     }
 
-    /// The values of window `w`.
-    fn span(&self, w: usize) -> std::ops::Range<usize> {
-        w * WINDOW..((w + 1) * WINDOW).min(self.elements)
-    }
-
-    /// Window `w`'s output (once: `None` if it was taken).
-    fn take(&self, w: usize) -> Option<&'o mut [u8]> {
-        self.slots
-            .get(w)?
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-    }
-
-    /// A helper's step: claims the next window nobody took, quantizes it and publishes its
-    /// blocks.
-    fn help(&self, values: &mut [f32]) -> Help {
-        if self.non_finite.load(Ordering::Relaxed) {
-            return Help::Finished;
-        }
-        if self.next.load(Ordering::Relaxed) >= self.measured.load(Ordering::Relaxed) + AHEAD {
-            return Help::Wait;
-        }
-        let w = self.next.fetch_add(1, Ordering::Relaxed);
-        let Some(dst) = (w < self.windows()).then(|| self.take(w)).flatten() else {
-            return Help::Finished;
-        };
-        let range = self.span(w);
-        if w.is_multiple_of(RELEASE_WINDOWS) {
-            // The first window of a stretch the measuring thread releases as one: map its pages.
-            let end = (range.start + RELEASE_WINDOWS * WINDOW).min(self.elements);
-            self.pages.populate(self.stored(range.start..end));
-        }
-        if quantize_window(self.quant, self.dtype, self.bytes, range, values, dst).is_err() {
-            self.non_finite.store(true, Ordering::Relaxed);
-        }
-        let _ = self.done[w].set(dst);
-        Help::Done
-    }
-
-    /// The measuring thread's walk over the windows, in order.
-    fn measure(&self) -> Outcome {
-        let mut values = vec![0.0f32; WINDOW];
-        let mut scratch = vec![0.0f32; WINDOW];
-        let mut sums = ErrorSums::default();
-        let mut measured = true;
-        for w in 0..self.windows() {
-            if self.non_finite.load(Ordering::Relaxed) {
-                return Outcome::NonFinite;
-            }
-            let range = self.span(w);
-            let blocks: &[u8] = if self
-                .next
-                .compare_exchange(w, w + 1, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-            {
-                // Nobody took this window: quantize it here, then measure it while it is in
-                // cache.
-                let Some(dst) = self.take(w) else {
-                    return Outcome::NonFinite;
-                };
-                let quantized = quantize_window(
-                    self.quant,
-                    self.dtype,
-                    self.bytes,
-                    range.clone(),
-                    &mut values,
-                    dst,
-                );
-                if quantized.is_err() {
-                    self.non_finite.store(true, Ordering::Relaxed);
-                    return Outcome::NonFinite;
-                }
-                dst
-            } else {
-                let Some(blocks) = self.wait(w, &mut values) else {
-                    return Outcome::NonFinite;
-                };
-                blocks
+    /// A thread's loop: claims batches until none is left or a value that is not finite was
+    /// found.
+    fn work(&self) {
+        let mut values = vec![0.0f32; ERROR_WINDOW];
+        let mut scratch = vec![0.0f32; ERROR_WINDOW];
+        while !self.non_finite.load(Ordering::Relaxed) {
+            let batch = self.next.fetch_add(1, Ordering::Relaxed);
+            let Some(result) = self.results.get(batch) else {
+                return;
             };
-            // After a scale overflowed the error no longer matters, but the rest of the tensor
-            // is still quantized: a value that is not finite further on must win, as it does in
-            // `QuantizationSession::quantize`.
-            if measured {
-                let added = if self.dtype == DType::F32 {
-                    let original = &self.bytes[range.start * 4..range.end * 4];
-                    sums.add_blocks_le(self.quant, original, blocks, &mut scratch)
-                } else {
-                    let values = &mut values[..range.len()];
-                    load_values(self.dtype, self.bytes, range.start, values);
-                    sums.add_blocks(self.quant, values, blocks, &mut scratch)
-                };
-                measured = added.is_ok() && !sums.saw_non_finite();
+            let Some(dst) = self.slots[batch]
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take()
+            else {
+                return;
+            };
+            let found = self.batch(batch, dst, &mut values, &mut scratch);
+            if found.is_none() {
+                self.non_finite.store(true, Ordering::Relaxed);
             }
-            // Every thread is done with the windows up to this one: their pages can go.
-            self.measured.store(w + 1, Ordering::Relaxed);
-            if (w + 1).is_multiple_of(RELEASE_WINDOWS) {
-                self.pages
-                    .release(self.stored((w + 1 - RELEASE_WINDOWS) * WINDOW..range.end));
-            }
-        }
-        if self.non_finite.load(Ordering::Relaxed) {
-            Outcome::NonFinite
-        } else if measured {
-            Outcome::Measured(sums)
-        } else {
-            Outcome::Overflow
+            let _ = result.set(found);
         }
     }
 
-    /// The blocks of window `w`, which a helper claimed, once it has published them; meanwhile
-    /// the measuring thread works as a helper on windows further on rather than idle. `None` once
-    /// a value that is not finite was found (the helpers then stop, and `w` may never be filled).
-    fn wait(&self, w: usize, values: &mut [f32]) -> Option<&'o [u8]> {
-        let mut spins = 0u32;
-        loop {
-            if let Some(&blocks) = self.done[w].get() {
-                return Some(blocks);
+    /// Checks, quantizes and measures batch `batch` into `dst`.
+    fn batch(
+        &self,
+        batch: usize,
+        dst: &mut [u8],
+        values: &mut [f32],
+        scratch: &mut [f32],
+    ) -> Option<BatchResult> {
+        let span = batch * BATCH_VALUES..((batch + 1) * BATCH_VALUES).min(self.elements);
+        let stored = self.stored(span.clone());
+        self.pages.populate(stored);
+        let crc = if self.check {
+            crc32c::crc32c(stored)
+        } else {
+            0
+        };
+        let mut sums = Vec::with_capacity(BATCH_WINDOWS);
+        self.arch.dispatch(Windows {
+            pass: self,
+            span: span.clone(),
+            dst: &mut *dst,
+            values,
+            scratch,
+            sums: &mut sums,
+        });
+        self.pages.release(stored);
+        // A window that failed left the batch short.
+        (sums.len() == span.len().div_ceil(ERROR_WINDOW)).then(|| BatchResult {
+            input_crc: crc,
+            blocks_crc: crc32c::crc32c(dst),
+            blocks_len: dst.len(),
+            windows: sums,
+        })
+    }
+
+    /// Quantizes values `range` (one window) into `dst` and measures them.
+    #[inline(always)]
+    fn window(
+        &self,
+        range: std::ops::Range<usize>,
+        dst: &mut [u8],
+        values: &mut [f32],
+        scratch: &mut [f32],
+    ) -> std::result::Result<WindowSums, KernelError> {
+        if self.dtype == DType::F32 {
+            let original = self.stored(range);
+            kernels::quantize_blocks_le(self.quant, original, dst)?;
+            WindowSums::measure_blocks_le(self.quant, original, dst, scratch)
+        } else {
+            let values = &mut values[..range.len()];
+            load_values(self.dtype, self.bytes, range.start, values);
+            kernels::quantize_blocks(self.quant, values, dst)?;
+            WindowSums::measure_blocks(self.quant, values, dst, scratch)
+        }
+    }
+
+    /// The tensor's outcome and the bytes' CRC-32C, from the batches' results in order: a value
+    /// that is not finite anywhere wins over a scale overflow anywhere.
+    fn combine(&self) -> (Outcome, u32, u32) {
+        let mut sums = ErrorSums::default();
+        let (mut input_crc, mut blocks_crc) = (0u32, 0u32);
+        for (batch, result) in self.results.iter().enumerate() {
+            let Some(Some(result)) = result.get() else {
+                return (Outcome::NonFinite, input_crc, blocks_crc);
+            };
+            let input_len = self
+                .stored(batch * BATCH_VALUES..((batch + 1) * BATCH_VALUES).min(self.elements))
+                .len();
+            input_crc = crc32c::crc32c_combine(input_crc, result.input_crc, input_len);
+            blocks_crc = crc32c::crc32c_combine(blocks_crc, result.blocks_crc, result.blocks_len);
+            for &window in &result.windows {
+                sums.add_window(window);
             }
-            if self.non_finite.load(Ordering::Relaxed) {
-                return None;
-            }
-            if !matches!(self.help(values), Help::Done) {
-                spins += 1;
-                if spins < 64 {
-                    std::hint::spin_loop();
-                } else {
-                    std::thread::yield_now();
-                }
+        }
+        let outcome = if sums.saw_non_finite() {
+            Outcome::Overflow
+        } else {
+            Outcome::Measured(sums)
+        };
+        (outcome, input_crc, blocks_crc)
+    }
+}
+
+/// The windows of one batch, quantized and measured by kernels inlined into
+/// [`pulp::WithSimd::with_simd`], which `pulp` compiles for each set of vector extensions it
+/// knows (AVX2 with F16C and FMA on x86-64, and the baseline) and calls for the best one this CPU
+/// has. The same Rust code on every path: the kernels are bit-exact whichever runs.
+struct Windows<'p, 's, 'o, 'w> {
+    pass: &'p Pass<'s, 'o>,
+    span: std::ops::Range<usize>,
+    dst: &'w mut [u8],
+    values: &'w mut [f32],
+    scratch: &'w mut [f32],
+    /// Each window's sums, in order; short if a window failed.
+    sums: &'w mut Vec<WindowSums>,
+}
+
+impl pulp::WithSimd for Windows<'_, '_, '_, '_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) -> Self::Output {
+        let Self {
+            pass,
+            span,
+            dst,
+            values,
+            scratch,
+            sums,
+        } = self;
+        for (start, dst) in span
+            .clone()
+            .step_by(ERROR_WINDOW)
+            .zip(dst.chunks_mut(pass.window_bytes))
+        {
+            let end = (start + ERROR_WINDOW).min(span.end);
+            match pass.window(start..end, dst, values, scratch) {
+                Ok(window) => sums.push(window),
+                Err(_) => break,
             }
         }
     }
@@ -538,7 +504,7 @@ mod tests {
     fn model() -> TensorModel {
         let mut noise = Noise(11);
         let mut values = |n: usize| -> Vec<f32> { (0..n).map(|_| noise.normal() * 0.02).collect() };
-        let big = values(PARALLEL_MIN * 3 + WINDOW / 2);
+        let big = values(PARALLEL_MIN * 3 + ERROR_WINDOW / 2);
         let spiky: Vec<f32> = (0..64 * 64)
             .map(|i| if i % 32 == 0 { 100.0 } else { 5.0 })
             .collect();
@@ -643,7 +609,7 @@ mod tests {
     }
 
     /// The first value that is not finite is refused with the session's error, wherever it is
-    /// (a helper's window or the measuring thread's), and before a scale overflow earlier on.
+    /// (any batch, on any thread), and before a scale overflow earlier on.
     #[test]
     fn values_that_cannot_be_quantized_are_refused_as_before() {
         let dir = tempfile::tempdir().unwrap();
@@ -683,23 +649,34 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let input = dir.path().join("in.apr");
         save(&input, &model());
-        let mut bytes = std::fs::read(&input).unwrap();
+        let clean = std::fs::read(&input).unwrap();
         let file = super::super::open(&input).unwrap();
-        // Chunks are checked as they are read (the path `checked_chunk` takes), not at open.
+        // Chunks are checked as they are read (in the quantizing pass), not at open.
         assert!(!file.envelope().is_fully_verified());
-        let at = file.envelope().bytes_before_payload().len() + 64 * 128 * 4 + 1000;
+        // In the large tensor, which every thread works on.
+        let at = file.envelope().bytes_before_payload().len() + 64 * 128 * 4 + 1000 * 4;
         drop(file);
-        bytes[at] ^= 0x10;
-        std::fs::write(&input, &bytes).unwrap();
-        let hooks = UniformQuantization {
-            quant_type: QuantType::Q8_0,
-        };
-        let (old, new) = (dir.path().join("old.apr"), dir.path().join("new.apr"));
-        let old_error = reference(&input, &old, &hooks).unwrap_err();
-        let new_error = streamed(&input, &new, &hooks).unwrap_err();
-        assert_eq!(old_error.signal(), envelope_core::Signal::ChecksumMismatch);
-        assert_eq!(new_error.signal(), old_error.signal());
-        assert!(!new.exists());
+        // A flipped bit, and a value made NaN: the damage is reported as such, not as the NaN
+        // the pass also found, and nothing computed from the damaged bytes is written.
+        for make_nan in [false, true] {
+            let mut bytes = clean.clone();
+            if make_nan {
+                bytes[at..at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+            } else {
+                bytes[at + 1] ^= 0x10;
+            }
+            std::fs::write(&input, &bytes).unwrap();
+            let hooks = UniformQuantization {
+                quant_type: QuantType::Q8_0,
+            };
+            let (old, new) = (dir.path().join("old.apr"), dir.path().join("new.apr"));
+            let old_error = reference(&input, &old, &hooks).unwrap_err();
+            let new_error = streamed(&input, &new, &hooks).unwrap_err();
+            assert_eq!(old_error.signal(), envelope_core::Signal::ChecksumMismatch);
+            assert_eq!(new_error.signal(), old_error.signal());
+            assert_eq!(new_error.to_string(), old_error.to_string());
+            assert!(!new.exists());
+        }
     }
 
     proptest! {
@@ -746,9 +723,12 @@ mod tests {
             };
             let pages = Pages(None);
             for threads in [1, 2, 3] {
-                let (blocks, found) = quantize_values(quant, dtype, tensor.data(), n, threads, &pages);
-                prop_assert!(outcome == Outcome::NonFinite || blocks == expected);
-                prop_assert_eq!(found, outcome);
+                let done = run_pass(quant, dtype, tensor.data(), n, true, &pages, threads);
+                prop_assert!(outcome == Outcome::NonFinite || done.blocks == expected);
+                prop_assert_eq!(done.outcome, outcome);
+                if outcome != Outcome::NonFinite {
+                    prop_assert_eq!(done.crc, crc32c::crc32c(tensor.data()));
+                }
             }
         }
     }
