@@ -12,7 +12,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-pub use output_file::{Access, Destination, Existing, Writer};
+pub use output_file::{Access, Destination, Existing, Writer, with_early_sync};
 
 use crate::chunk_index::ChunkIndex;
 use crate::envelope::Envelope;

@@ -214,38 +214,16 @@ fn sign_pass(
 
     let mut middle = crc32fast::Hasher::new();
     // The disk writes the output while the rest is hashed, so that the commit's fsync has little
-    // left to wait for: a helper flushes what has been written every `EARLY_SYNC` bytes. Its
-    // errors are ignored (a device or FIFO cannot sync, and any write error is reported again by
-    // the commit's fsync, which is what makes the file durable).
-    let early_sync = out.get_ref().try_clone().ok();
-    std::thread::scope(|scope| {
-        let (kick, kicked) = mpsc::sync_channel::<()>(1);
-        if let Some(syncing) = early_sync {
-            scope.spawn(move || {
-                for () in kicked {
-                    if syncing.sync_data().is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        let mut unsynced = 0;
+    // left to wait for (`with_early_sync`: a helper flushes what has been written every
+    // `EARLY_SYNC` bytes). The writer passes each block, larger than its buffer, straight through.
+    envelope_core::fs::with_early_sync(out, EARLY_SYNC, |out| {
         stream(
             file,
             header_len..payload_end,
             Some(&mut hasher),
             &mut |block| {
                 middle.update(block);
-                // The writer's buffer is smaller than a block: empty it and write the block
-                // directly, rather than copy it through the buffer.
-                out.flush()?;
-                out.get_mut().write_all(block)?;
-                unsynced += block.len();
-                if unsynced >= EARLY_SYNC {
-                    unsynced = 0;
-                    // Busy syncing already: the next kick will do.
-                    let _ = kick.try_send(());
-                }
+                out.write_all(block)?;
                 Ok(())
             },
         )
