@@ -290,10 +290,69 @@ mod native {
 #[cfg(not(target_arch = "wasm32"))]
 pub use native::{MappedFile, Mode};
 
+/// Asks the kernel to back the whole 2 MiB-aligned stretches of `buffer` with huge pages
+/// (`madvise(MADV_HUGEPAGE)`; Linux, where transparent huge pages are in `madvise` mode, the
+/// usual default). Called on a large buffer before it is first written (a fresh allocation of
+/// that size is its own anonymous mapping), it then costs a page fault per 2 MiB instead of one
+/// per 4 KiB, and is freed as fast: `apr quantize`'s output buffer took 17 000 faults and 14 ms to
+/// free. A hint: elsewhere, or if the kernel declines, nothing changes. The contents are not
+/// touched.
+#[allow(
+    unsafe_code,
+    reason = "madvise on memory this process owns; see SAFETY below"
+)]
+pub fn advise_huge_pages(buffer: &mut [u8]) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = buffer.as_mut_ptr().addr();
+        let aligned = start.div_ceil(HUGE).saturating_mul(HUGE);
+        let end = (start + buffer.len()) / HUGE * HUGE;
+        if aligned < end {
+            let offset = aligned - start;
+            let stretch = &mut buffer[offset..offset + (end - aligned)];
+            // SAFETY: `stretch` is memory this process owns and borrows exclusively for the call,
+            // page-aligned (2 MiB) and of a whole number of pages. MADV_HUGEPAGE only chooses the
+            // size of the pages that will back it: it neither frees, moves nor changes a byte, so
+            // every pointer and borrow stays valid and sees the same contents (exercised by the
+            // test `huge_page_advice_keeps_the_bytes`).
+            let _ = unsafe {
+                libc::madvise(
+                    stretch.as_mut_ptr().cast(),
+                    stretch.len(),
+                    libc::MADV_HUGEPAGE,
+                )
+            };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = buffer;
+}
+
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
     use std::io::Write as _;
+
+    /// The advice changes no byte, before or after the buffer is written, on any alignment.
+    #[test]
+    #[allow(clippy::cast_possible_truncation, reason = "i % 251 fits a byte")]
+    fn huge_page_advice_keeps_the_bytes() {
+        let mut buffer = vec![0u8; (9 << 20) + 4099];
+        advise_huge_pages(&mut buffer[1..]);
+        assert!(buffer.iter().all(|&b| b == 0));
+        for (i, b) in buffer.iter_mut().enumerate() {
+            *b = (i % 251) as u8;
+        }
+        advise_huge_pages(&mut buffer);
+        assert!(
+            buffer
+                .iter()
+                .enumerate()
+                .all(|(i, &b)| b == (i % 251) as u8)
+        );
+        advise_huge_pages(&mut []);
+    }
 
     fn file_with(bytes: &[u8]) -> tempfile::NamedTempFile {
         let mut file = tempfile::NamedTempFile::new().unwrap();
