@@ -7,7 +7,12 @@ use crate::cargo::project_root;
 
 /// Directories whose `.rs` files must open with a module doc: every crate, plus this xtask and the
 /// wasm harness.
-const DOCUMENTED: &[&str] = &["crates", "xtask", "tests/wasm-roundtrip"];
+const DOCUMENTED: &[&str] = &[
+    "crates",
+    "xtask",
+    "tests/wasm-roundtrip",
+    "examples/embedded-apr",
+];
 
 /// Every module opens with `//!` (STYLE.md), possibly after inner attributes (`#![...]`, which may
 /// span lines). Files included with `#[path]` are held to the same rule.
@@ -35,15 +40,17 @@ fn every_module_opens_with_a_module_doc() {
     );
 }
 
-/// Two crates copy `[workspace.lints]` because they need `unsafe` somewhere: the wasm harness
-/// (its exports need `#[unsafe(no_mangle)]`) and `mapped-file` (creating a memory map). This keeps
+/// Three crates copy `[workspace.lints]` because they need `unsafe` somewhere: the wasm harness
+/// (its exports need `#[unsafe(no_mangle)]`), `mapped-file` (creating a memory map) and the
+/// bare-metal example (its entry point and allocator). This keeps
 /// the copies from drifting. The one allowed difference is `unsafe_code = "deny"` instead of
 /// `"forbid"`, and no other crate may leave the workspace lints.
 #[test]
 fn lint_copies_match_the_workspace() {
-    const COPIES: [&str; 2] = [
+    const COPIES: [&str; 3] = [
         "tests/wasm-roundtrip/Cargo.toml",
         "crates/mapped-file/Cargo.toml",
+        "examples/embedded-apr/Cargo.toml",
     ];
     let root = project_root();
     let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_default();

@@ -23,6 +23,8 @@
 //! `chunk_count` entries of five u64 and a u32: `stored_offset`, `stored_size`,
 //! `uncompressed_size`, `first_item`, `item_count`, `stored_crc32c`; then `prefix_crc32c u32`.
 
+use alloc::vec::Vec;
+
 use crate::codec::{Reader, Writer};
 use crate::error::{FormatError, Result, Section};
 use crate::header::feed_with_appended_flags_cleared;
@@ -31,7 +33,9 @@ use crate::header::feed_with_appended_flags_cleared;
 /// byte cleared: the value of `prefix_crc32c`.
 pub(crate) fn masked_prefix_crc32c(prefix: &[u8]) -> u32 {
     let mut crc = 0;
-    feed_with_appended_flags_cleared(prefix, |piece| crc = crc32c::crc32c_append(crc, piece));
+    feed_with_appended_flags_cleared(prefix, |piece| {
+        crc = crate::castagnoli::crc32c_append(crc, piece)
+    });
     crc
 }
 

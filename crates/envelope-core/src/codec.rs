@@ -22,6 +22,8 @@
 //! assert!(reader.is_empty());
 //! ```
 
+use alloc::vec::Vec;
+
 /// A bounds-checked little-endian reader over a byte slice.
 #[derive(Debug, Clone)]
 pub struct Reader<'a> {

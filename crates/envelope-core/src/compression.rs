@@ -11,7 +11,9 @@
 //! fastest encoder level, so a wasm32 writer produces larger (still valid) frames for both zstd ids;
 //! the id records the level the writer asked for, and readers accept any valid frame.
 
-use std::borrow::Cow;
+use alloc::borrow::Cow;
+use alloc::vec::Vec;
+#[cfg(feature = "std")]
 use std::io::Read;
 
 #[cfg(feature = "format-compression")]
@@ -29,6 +31,7 @@ pub const ZSTD_MAX_WINDOW_LOG: u32 = 27;
 
 /// The first allocation for decompressed output is at most this many times the compressed size
 /// (and never more than the declared size); beyond it the buffer grows as bytes arrive.
+#[cfg(feature = "format-compression")]
 const INITIAL_EXPANSION: usize = 16;
 
 /// Compresses `data` with `compression`.
@@ -62,19 +65,35 @@ pub fn decompress(
     declared_len: u64,
     section: Section,
 ) -> Result<Cow<'_, [u8]>> {
-    let mut reader = DecodedReader::new(compression, data, declared_len, section)?;
+    let reader = DecodedReader::new(compression, data, declared_len, section)?;
     if compression == Compression::None {
         return Ok(Cow::Borrowed(data));
     }
-    let initial = data
-        .len()
+    decode_all(reader, data.len(), declared_len).map(Cow::Owned)
+}
+
+/// Every decoded byte of `reader`, checked to end at the declared size.
+#[cfg(feature = "format-compression")]
+fn decode_all(
+    mut reader: DecodedReader<'_>,
+    stored_len: usize,
+    declared_len: u64,
+) -> Result<Vec<u8>> {
+    let initial = stored_len
         .saturating_mul(INITIAL_EXPANSION)
         .saturating_add(4096);
     let capacity = usize::try_from(declared_len).map_or(initial, |declared| declared.min(initial));
     let mut out = Vec::with_capacity(capacity);
     reader.read_to_end(&mut out).map_err(Error::from_reader)?;
     reader.finish()?;
-    Ok(Cow::Owned(out))
+    Ok(out)
+}
+
+/// Without `format-compression`, [`DecodedReader::new`] has already refused every compression
+/// but `None`, which [`decompress`] returns as it is.
+#[cfg(not(feature = "format-compression"))]
+fn decode_all(_: DecodedReader<'_>, _: usize, _: u64) -> Result<Vec<u8>> {
+    Err(disabled())
 }
 
 /// The decoded bytes of one compressed (or stored) section, read incrementally: the caller chooses
@@ -245,6 +264,7 @@ impl<'a> DecodedReader<'a> {
     }
 }
 
+#[cfg(feature = "std")]
 impl Read for DecodedReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let limit = usize::try_from(self.remaining()).map_or(buf.len(), |left| left.min(buf.len()));
@@ -307,7 +327,7 @@ impl PayloadPart<'_> {
     /// `ChecksumMismatch` unless the stored bytes have the CRC-32C the part carries (if any).
     pub(crate) fn check(&self) -> Result<()> {
         if let Some(stored) = self.crc32c {
-            let computed = crc32c::crc32c(self.stored);
+            let computed = crate::castagnoli::crc32c(self.stored);
             if computed != stored {
                 return Err(Error::ChecksumMismatch { stored, computed });
             }
@@ -400,6 +420,7 @@ impl<'a> PayloadReader<'a> {
     }
 }
 
+#[cfg(feature = "std")]
 impl Read for PayloadReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         if buf.is_empty() {

@@ -6,8 +6,10 @@
 //! section bounds. Its accessors hand out the sections as slices; nothing is copied until a
 //! payload has to be decompressed.
 
-use std::borrow::Cow;
-use std::ops::Range;
+use alloc::borrow::Cow;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::ops::Range;
 
 use crate::chunk_index::ChunkIndex;
 use crate::compression::{PayloadPart, PayloadReader, decompress};

@@ -9,6 +9,9 @@
 //! tensor another format cannot hold, quantized data), each joined to this one by `From` and
 //! naming its signals from the same [`Signal`] vocabulary, which stays here.
 
+use alloc::boxed::Box;
+use alloc::string::String;
+
 use crate::header::{Compression, Format, Version};
 use crate::macros::named_enum;
 
@@ -408,13 +411,14 @@ pub enum Error {
         what: &'static str,
         /// Why the decoder refused it.
         #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
+        source: Box<dyn core::error::Error + Send + Sync>,
     },
     /// The file asks for more than the reader's [`crate::Limits`] allow (a reader policy, not a
     /// fault of the file: raise the limit to read it).
     #[error("Usage: LimitExceeded: {0}")]
     LimitExceeded(crate::limits::LimitExceeded),
-    /// The operating system reported an error.
+    /// The operating system reported an error (builds with `std` only).
+    #[cfg(feature = "std")]
     #[error("Io: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -441,6 +445,7 @@ impl Error {
             | Self::NoSuchItem { .. }
             | Self::WrongType { .. }
             | Self::LimitExceeded(_) => Signal::Usage,
+            #[cfg(feature = "std")]
             Self::Io(_) => Signal::Io,
         }
     }
@@ -448,6 +453,7 @@ impl Error {
     /// The error behind an `io::Error` returned by one of this crate's readers (such as
     /// [`crate::compression::DecodedReader`]), which carry their typed errors inside; any other
     /// I/O error becomes `Io`.
+    #[cfg(feature = "std")]
     #[must_use]
     pub fn from_reader(error: std::io::Error) -> Self {
         error.downcast::<Self>().unwrap_or_else(Self::Io)

@@ -5,6 +5,7 @@
 //! alone: known magic, supported version, no reserved flag bits, zero reserved bytes, a known
 //! compression id, and the cross-field rules listed in `docs/envelope.md`.
 
+use alloc::vec::Vec;
 use core::fmt;
 
 use crate::codec::{Reader, Writer};

@@ -11,6 +11,9 @@
 //! the remaining header rules, then every section's bounds against the bytes actually present, the
 //! chunk index's consistency with the header, and that nothing follows the last section.
 
+use alloc::vec;
+use alloc::vec::Vec;
+
 use crate::chunk_index::{ChunkIndex, masked_prefix_crc32c};
 use crate::codec::Reader;
 use crate::error::{Error, FormatError, Result, Section};
@@ -124,7 +127,7 @@ impl Layout {
     /// The byte ranges a signature covers, in file order: every byte except the signature block's
     /// body and the CRC32 trailer (`docs/envelope.md` §5); the second is empty for an unsigned file.
     #[must_use]
-    pub fn signed_ranges(&self) -> [std::ops::Range<u64>; 2] {
+    pub fn signed_ranges(&self) -> [core::ops::Range<u64>; 2] {
         let end = self.checksum_offset();
         match self.signature {
             Some(span) => [0..span.offset, span.end()..end],

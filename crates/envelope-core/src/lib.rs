@@ -31,10 +31,24 @@
 //!   on wasm32).
 //! - `fs` (default, native only): [`fs::save`], [`fs::load`], [`fs::inspect`], [`fs::write_atomic`].
 //!
-//! With `--no-default-features` the crate builds for `wasm32-unknown-unknown` and reads and writes
-//! uncompressed files from memory.
+//! - `std` (default): `std::io` readers and writers ([`compression::DecodedReader`] and
+//!   [`compression::PayloadReader`] as `Read`, [`EnvelopeParts::write_to`], [`ChunkedWriter`]),
+//!   [`Error::Io`], and hardware CRCs. `format-compression` and `fs` imply it.
+//!
+//! With `--no-default-features` the crate is `no_std` + `alloc`: it builds for
+//! `wasm32-unknown-unknown` and for microcontrollers (`thumbv7em-none-eabihf`), and parses,
+//! verifies and writes uncompressed files in memory (`Envelope::parse`, `decode_chunk`,
+//! `append_to` on the payload readers, `EnvelopeParts::to_bytes`).
+
+#![cfg_attr(not(feature = "std"), no_std)]
+
+// `Vec`, `Cow`, `String` and `Box` come from `alloc` in every build (with `std` they are the same
+// types), so one set of imports serves both.
+extern crate alloc;
 
 mod macros;
+
+mod castagnoli;
 
 mod chunk_index;
 pub mod codec;
@@ -64,4 +78,6 @@ pub use header::{
 };
 pub use layout::{FRAME_PREFIX_LEN, Layout, Span};
 pub use limits::{LimitExceeded, LimitKind, Limits};
-pub use writer::{ChunkedWriter, EnvelopeParts, Payload};
+#[cfg(feature = "std")]
+pub use writer::ChunkedWriter;
+pub use writer::{EnvelopeParts, Payload};

@@ -15,6 +15,9 @@
 //! longer claim gigabytes. Users with larger legitimate inputs raise the limits explicitly
 //! (`--max-decoded` and `--max-expansion` on the CLIs, [`Limits`] in the API).
 
+use alloc::borrow::ToOwned;
+use alloc::format;
+
 use crate::error::{Error, Result};
 
 /// Bytes in a mebibyte, for the defaults below.

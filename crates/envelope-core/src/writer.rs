@@ -5,7 +5,9 @@
 //! sections disagree. Every size is checked against its header field: a section that does not fit
 //! is an error (or, for the payload, goes through the chunk index's u64 totals), never truncated.
 
-use std::borrow::Cow;
+use alloc::borrow::Cow;
+use alloc::vec::Vec;
+#[cfg(feature = "std")]
 use std::io::Write;
 
 use crate::chunk_index::{CHUNK_INDEX_SUFFIX_LEN, ChunkIndex, masked_prefix_crc32c};
@@ -287,7 +289,9 @@ impl EnvelopeParts<'_> {
                 usize::try_from(range.start),
                 usize::try_from(range.end),
             ) {
-                (false, Ok(start), Ok(end)) => stored.get(start..end).map_or(0, crc32c::crc32c),
+                (false, Ok(start), Ok(end)) => {
+                    stored.get(start..end).map_or(0, crate::castagnoli::crc32c)
+                }
                 _ => 0,
             };
             // `chunk` is in range: the loop runs over the index's own entries.
@@ -373,6 +377,7 @@ impl EnvelopeParts<'_> {
     /// assert_eq!(&*envelope.decode_chunk(1)?, b"rows 10-14");
     /// # Ok::<(), envelope_core::Error>(())
     /// ```
+    #[cfg(feature = "std")]
     pub fn begin_chunked<W: Write>(&self, index: ChunkIndex, out: W) -> Result<ChunkedWriter<W>> {
         let encrypted = self.encryption.is_some();
         if encrypted && index.entries().iter().any(|entry| entry.stored_crc32c != 0) {
@@ -412,6 +417,7 @@ impl EnvelopeParts<'_> {
     ///
     /// # Errors
     /// As [`EnvelopeParts::header`], plus `Io` from `out`.
+    #[cfg(feature = "std")]
     pub fn write_to(&self, out: impl Write) -> Result<()> {
         let mut out = CrcWriter {
             inner: out,
@@ -424,11 +430,11 @@ impl EnvelopeParts<'_> {
     }
 
     /// Writes every section, in file order, without the CRC32 trailer.
-    fn write_sections(&self, out: &mut impl Write) -> Result<()> {
+    fn write_sections(&self, out: &mut impl Sink) -> Result<()> {
         let header = self.header()?;
         let index = self.index_with_checksums();
-        out.write_all(&self.prefix(&header, index.as_ref())?)?;
-        out.write_all(self.payload.stored())?;
+        out.put(&self.prefix(&header, index.as_ref())?)?;
+        out.put(self.payload.stored())?;
         if let Some(body) = &self.signature {
             write_frame(out, Section::Signature, body)?;
         }
@@ -445,7 +451,15 @@ impl EnvelopeParts<'_> {
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let len = Error::fit_in_memory("the file's length", self.encoded_len()?)?;
         let mut out = Vec::with_capacity(len);
+        #[cfg(feature = "std")]
         self.write_to(&mut out)?;
+        // Without `std` there is no `Write` to hash on the way: the sections, then their CRC32.
+        #[cfg(not(feature = "std"))]
+        {
+            self.write_sections(&mut out)?;
+            let checksum = crc32fast::hash(&out);
+            out.extend_from_slice(&checksum.to_le_bytes());
+        }
         Ok(out)
     }
 }
@@ -462,25 +476,49 @@ fn narrow_u32(section: Section, len: usize) -> Result<u32> {
     u32::try_from(len).map_err(|_| too_large(section, len, u64::from(u32::MAX)))
 }
 
-fn write_frame(out: &mut impl Write, section: Section, body: &[u8]) -> Result<()> {
+fn write_frame(out: &mut impl Sink, section: Section, body: &[u8]) -> Result<()> {
     let len = narrow_u32(section, body.len())?;
-    out.write_all(&len.to_le_bytes())?;
-    out.write_all(body)?;
-    Ok(())
+    out.put(&len.to_le_bytes())?;
+    out.put(body)
+}
+
+/// Where [`EnvelopeParts`] writes sections: a `Vec` in every build, and with `std` the CRC32
+/// writer over any `io::Write`. (`io::Write` itself is not in `core`, so the section writer is
+/// generic over this instead.)
+trait Sink {
+    /// Appends `bytes`.
+    fn put(&mut self, bytes: &[u8]) -> Result<()>;
+}
+
+impl Sink for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) -> Result<()> {
+        self.extend_from_slice(bytes);
+        Ok(())
+    }
+}
+
+#[cfg(feature = "std")]
+impl<W: Write> Sink for CrcWriter<W> {
+    fn put(&mut self, bytes: &[u8]) -> Result<()> {
+        Ok(self.write_all(bytes)?)
+    }
 }
 
 /// Largest piece [`CrcWriter`] hashes and passes on at once: small enough to stay in cache
 /// between the CRC and the copy the write makes, large enough to pass straight through a
 /// `BufWriter` of the same capacity without being copied into its buffer.
+#[cfg(feature = "std")]
 const CRC_PIECE: usize = 1 << 20;
 
 /// Passes bytes through while feeding them to a CRC32. Each piece is hashed right after it is
 /// written, while it is still in cache, so a large payload crosses main memory once for both.
+#[cfg(feature = "std")]
 struct CrcWriter<W> {
     inner: W,
     hasher: crc32fast::Hasher,
 }
 
+#[cfg(feature = "std")]
 impl<W: Write> Write for CrcWriter<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let piece = &buf[..buf.len().min(CRC_PIECE)];
@@ -495,6 +533,7 @@ impl<W: Write> Write for CrcWriter<W> {
 }
 
 /// A STREAMING file being written one chunk at a time (see [`EnvelopeParts::begin_chunked`]).
+#[cfg(feature = "std")]
 pub struct ChunkedWriter<W: Write> {
     out: CrcWriter<W>,
     prefix: Vec<u8>,
@@ -504,8 +543,9 @@ pub struct ChunkedWriter<W: Write> {
     trailer: Vec<u8>,
 }
 
-impl<W: Write> std::fmt::Debug for ChunkedWriter<W> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+#[cfg(feature = "std")]
+impl<W: Write> core::fmt::Debug for ChunkedWriter<W> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ChunkedWriter")
             .field("chunks", &self.index.len())
             .field("next_chunk", &self.next_chunk)
@@ -513,6 +553,7 @@ impl<W: Write> std::fmt::Debug for ChunkedWriter<W> {
     }
 }
 
+#[cfg(feature = "std")]
 impl<W: Write> ChunkedWriter<W> {
     /// Every byte before the payload, as written (the associated data of an encrypted file is
     /// computed from these).
@@ -552,7 +593,7 @@ impl<W: Write> ChunkedWriter<W> {
         let crc = if self.encrypted {
             entry.stored_crc32c
         } else {
-            crc32c::crc32c(stored)
+            crate::castagnoli::crc32c(stored)
         };
         if crc != entry.stored_crc32c {
             return Err(Error::ArgumentMismatch {
