@@ -26,9 +26,17 @@ function showError(box, error) {
   box.replaceChildren();
   const signal = document.createElement("span");
   signal.className = "signal";
-  signal.textContent = error?.signal ?? error?.name ?? "Error";
-  box.append("✗ check failed: ", signal, ` — ${error?.message ?? String(error)}`);
+  signal.textContent = signalOf(error);
+  box.append("✗ check failed: ", signal, ` — ${detailOf(error)}`);
 }
+
+const signalOf = (error) => error?.signal ?? error?.name ?? "Error";
+// The package's messages start with the signal name; shown once is enough.
+const detailOf = (error) => (error?.message ?? String(error)).replace(new RegExp(`^${signalOf(error)}: `), "");
+
+// A card without its empty fields (null, [], {}), as [key, value] pairs.
+const cardEntries = (card) =>
+  Object.entries(card ?? {}).filter(([, v]) => v !== null && v !== "" && !(typeof v === "object" && Object.keys(v).length === 0));
 
 function fillFacts(dl, entries) {
   dl.replaceChildren();
@@ -36,7 +44,7 @@ function fillFacts(dl, entries) {
     const dt = document.createElement("dt");
     dt.textContent = key;
     const dd = document.createElement("dd");
-    dd.textContent = typeof value === "string" ? value : JSON.stringify(value);
+    dd.textContent = typeof value === "string" ? value : Array.isArray(value) ? value.join(", ") : JSON.stringify(value);
     dl.append(dt, dd);
   }
 }
@@ -95,8 +103,7 @@ async function openDataset(event) {
     $("flags").textContent = flags(ds);
     $("num-rows").textContent = `${ds.numRows} in ${ds.numBatches} record batches`;
     $("load-time").textContent = `${elapsed.toFixed(0)} ms (password key derivation included)`;
-    const card = ds.card ?? {};
-    fillFacts($("card"), Object.entries(card).filter(([, v]) => v !== null && !(Array.isArray(v) && v.length === 0)));
+    fillFacts($("card"), cardEntries(ds.card));
     showRows(ds);
     $("dataset-info").hidden = false;
     section.dataset.state = "loaded";
@@ -137,7 +144,7 @@ async function openModel() {
     model = m;
     $("model-publisher").textContent = m.publisher ?? "(unsigned)";
     $("model-type").textContent = m.modelType;
-    $("model-card").textContent = m.card ? JSON.stringify(m.card) : "(none)";
+    $("model-card").textContent = cardEntries(m.card).map(([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`).join(" · ") || "(none)";
     tensorRows(m, $("tensors").tBodies[0]);
     $("model-info").hidden = false;
     section.dataset.state = "loaded";
@@ -180,8 +187,7 @@ async function inspectBytes(name, bytes) {
     if (!header) $("inspect-json").textContent = "";
     verdict.className = "error";
     verdict.replaceChildren();
-    const signal = cell("span", error?.signal ?? error?.name ?? "Error", "signal");
-    verdict.append(`✗ ${name}: check failed: `, signal, ` — ${error?.message ?? String(error)}`);
+    verdict.append(`✗ ${name}: check failed: `, cell("span", signalOf(error), "signal"), ` — ${detailOf(error)}`);
     section.dataset.state = "failed";
   }
 }
