@@ -8,22 +8,28 @@
 # with the CLI's default Argon2id cost, then signed). Headless Debian chromium via playwright-core
 # (examples/web/bench/bench.mjs); median of RUNS runs after a warm-up. Prints the BENCHMARKS.md table.
 #
-#   bash scripts/bench-web.sh       ROWS=2000000 RUNS=5 (env); needs packages/envelope-wasm/pkg
+#   bash scripts/bench-web.sh       ROWS=3600000 RUNS=5 (env); needs packages/envelope-wasm/pkg
 #                                   built, `npm ci` in examples/web and /usr/bin/chromium
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-rows=${ROWS:-2000000}
+rows=${ROWS:-3600000}
 runs=${RUNS:-5}
 target=${CARGO_TARGET_DIR:-$root/target}
 nice cargo build --release -q --locked -p envelope-cli
 alimentar=$target/release/alimentar
 # Served by examples/web/serve.mjs, which serves the repository only; gitignored.
 work=$root/examples/web/test/artifacts/bench
+export ALIMENTAR_PASSWORD="bench password"
+# KEEP=1 keeps the files for another run (which then reuses them); otherwise they are removed.
+if [ "${KEEP:-0}" = 1 ] && [ -f "$work/publisher.json" ]; then
+  ls -l "$work"
+  node examples/web/bench/bench.mjs "$work" "$runs"
+  exit
+fi
 rm -rf "$work"
 mkdir -p "$work"
-trap 'rm -rf "$work"' EXIT
-export ALIMENTAR_PASSWORD="bench password"
+[ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
 
 python3 - "$rows" "$work/table.csv" <<'PY'
 import random, sys
