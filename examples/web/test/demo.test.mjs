@@ -28,7 +28,7 @@ const consoleLines = [];
 
 before(async () => {
   const pkg = `${repoRoot}/packages/envelope-wasm/pkg/envelope_wasm.js`;
-  assert.ok(existsSync(pkg), `${pkg} is missing: build the package first (cargo xtask wasm-package)`);
+  assert.ok(existsSync(pkg), `${pkg} is missing: build the package first (.ci/build-wasm-package)`);
   assert.ok(existsSync(executablePath), `${executablePath} is missing: apt-get install -y chromium`);
   server = await startServer();
   // --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
