@@ -37,7 +37,8 @@ export async function startServer({ port = 0, root = repoRoot } = {}) {
     requests.push(path);
     // normalize() resolves "..": a path that then leaves the root is refused, not served.
     let file = normalize(join(root, path));
-    if (file !== root && !file.startsWith(root + sep)) {
+    // Dot paths (.git, .venv, .ci) are nobody's business, even on localhost.
+    if ((file !== root && !file.startsWith(root + sep)) || path.split("/").some((s) => s.startsWith("."))) {
       res.writeHead(403).end();
       return;
     }
