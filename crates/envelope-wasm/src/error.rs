@@ -9,7 +9,7 @@
 //! ...), since that spec names its failures that way. The fold rule (`"§8.3 crc32c"`) and the
 //! lineage code stay visible in the message.
 
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast as _, JsValue};
 
 /// Everything the bindings can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -104,9 +104,10 @@ impl Error {
     /// A host (browser) failure, keeping the JS error's text.
     #[cfg_attr(not(any(feature = "crypto", feature = "lineage")), allow(dead_code))]
     pub(crate) fn host(what: &'static str, error: &JsValue) -> Self {
-        let detail = js_sys::Error::try_from(error.clone())
-            .map(|e| String::from(e.message()))
-            .ok()
+        // `dyn_ref` checks `instanceof Error`: a thrown string or event has no `message`.
+        let detail = error
+            .dyn_ref::<js_sys::Error>()
+            .and_then(|e| e.message().as_string())
             .or_else(|| error.as_string())
             .unwrap_or_else(|| format!("{error:?}"));
         Self::Host { what, detail }

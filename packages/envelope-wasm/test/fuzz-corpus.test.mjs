@@ -49,8 +49,9 @@ targets.ald_reader.push((b) => batches(envelope.loadAld(b)));
 
 for (const [target, calls] of Object.entries(targets)) {
   const dir = new URL(`${target}/`, corpus);
-  test(`fuzz corpus ${target}`, { skip: !existsSync(dir) && 'no corpus' }, () => {
+  test(`fuzz corpus ${target}`, { skip: !existsSync(dir) && 'no corpus' }, (t) => {
     const failures = [];
+    const signals = {};
     let inputs = 0;
     for (const name of readdirSync(dir).sort()) {
       const bytes = new Uint8Array(readFileSync(new URL(name, dir)));
@@ -58,14 +59,19 @@ for (const [target, calls] of Object.entries(targets)) {
       for (const call of calls) {
         try {
           call(bytes);
+          signals.ok = (signals.ok ?? 0) + 1;
         } catch (error) {
-          if (error?.name === 'EnvelopeError' && typeof error.signal === 'string') continue;
+          if (error?.name === 'EnvelopeError' && typeof error.signal === 'string') {
+            signals[error.signal] = (signals[error.signal] ?? 0) + 1;
+            continue;
+          }
           failures.push(`${target}/${name}: ${error?.stack ?? error}`);
           break;
         }
       }
       if (failures.length > 0) break; // a panic leaves the module unusable
     }
+    t.diagnostic(`${inputs} inputs; outcomes of the calls: ${JSON.stringify(signals)}`);
     assert.ok(inputs > 0, `${target}: empty corpus`);
     assert.deepEqual(failures, []);
   });
