@@ -35,14 +35,15 @@ fn every_module_opens_with_a_module_doc() {
     );
 }
 
-/// Two crates copy `[workspace.lints]` because they need `unsafe` somewhere: the wasm harness
-/// (its exports need `#[unsafe(no_mangle)]`) and `mapped-file` (creating a memory map). This keeps
-/// the copies from drifting. The one allowed difference is `unsafe_code = "deny"` instead of
+/// Three crates copy `[workspace.lints]` because they need `unsafe` somewhere: the wasm harness
+/// (its exports need `#[unsafe(no_mangle)]`), `envelope-wasm` (wasm-bindgen's exports expand to
+/// `unsafe` glue) and `mapped-file` (creating a memory map). This keeps the copies from drifting. The one allowed difference is `unsafe_code = "deny"` instead of
 /// `"forbid"`, and no other crate may leave the workspace lints.
 #[test]
 fn lint_copies_match_the_workspace() {
-    const COPIES: [&str; 2] = [
+    const COPIES: [&str; 3] = [
         "tests/wasm-roundtrip/Cargo.toml",
+        "crates/envelope-wasm/Cargo.toml",
         "crates/mapped-file/Cargo.toml",
     ];
     let root = project_root();
