@@ -85,11 +85,18 @@ async function openDataset(event) {
   $("dataset-error").hidden = true;
   const started = performance.now();
   try {
-    // The cached copy is revalidated (CRC and signature) and decrypted like a download.
+    // The cached copy is verified again (checksums, signature) and decrypted like a download.
     let ds = await envelope.loadCached(DATASET_CACHE_KEY, options());
-    let source = "IndexedDB cache (revalidated: CRC + signature)";
+    let source = "IndexedDB cache (verified again: checksums + signature)";
     if (!ds) {
-      ds = await envelope.loadFromUrl(DATASET_URL, { ...options(), cacheKey: DATASET_CACHE_KEY });
+      const progress = (loaded, total) => {
+        $("open-dataset").textContent = total ? `${Math.round((100 * loaded) / total)} %` : `${loaded} bytes`;
+      };
+      try {
+        ds = await envelope.loadFromUrl(DATASET_URL, { ...options(), cacheKey: DATASET_CACHE_KEY, onProgress: progress });
+      } finally {
+        $("open-dataset").textContent = "Open";
+      }
       source = "network (now cached in IndexedDB)";
     }
     const elapsed = performance.now() - started;
