@@ -167,7 +167,7 @@ mod tests {
 
     #[cfg(feature = "fold")]
     #[test]
-    fn fold_checksum_failures_are_checksum_mismatch() {
+    fn fold_failures_map_to_a_signal_and_name_their_rule() {
         let error = Error::from(fold::Error::ChunkNotFound {
             name: "x".to_owned(),
         });

@@ -20,7 +20,7 @@ use crate::options::{Keys, now_unix};
 /// Where a model's tensors come from.
 enum Tensors {
     /// An unencrypted file, verified; tensors decoded on demand.
-    Plain(AprFile<Vec<u8>>),
+    Plain(Box<AprFile<Vec<u8>>>),
     /// An encrypted file's tensors, decrypted at load.
     Decrypted(TensorModel),
 }
@@ -75,7 +75,7 @@ impl AprModel {
                 }
             })
         } else {
-            Tensors::Plain(file)
+            Tensors::Plain(Box::new(file))
         };
         Ok(Self {
             tensors,

@@ -223,17 +223,38 @@ async fn open() -> Result<IdbDatabase> {
         .map_err(|e| Error::host("IndexedDB open", &e))
 }
 
-/// Stores `bytes` under `key`.
+/// Stores `bytes` under `key`, returning once the transaction has committed (so a reload right
+/// after `loadFromUrl` resolves finds the file).
 async fn put(key: &str, bytes: &[u8]) -> Result<()> {
     let db = open().await?;
-    let request = db
-        .transaction_with_str_and_mode(STORE, IdbTransactionMode::Readwrite)
-        .and_then(|tx| tx.object_store(STORE))
-        .and_then(|store| store.put_with_key(&Uint8Array::from(bytes), &key.into()))
-        .map_err(|e| Error::host("IndexedDB put", &e))?;
-    let stored = settle(&request, "IndexedDB put").await;
+    let stored = commit(&db, key, bytes).await;
     db.close();
-    stored.map(drop)
+    stored
+}
+
+/// One read-write transaction putting `bytes` under `key`, awaited until complete.
+async fn commit(db: &IdbDatabase, key: &str, bytes: &[u8]) -> Result<()> {
+    let failed = |e: JsValue| Error::host("IndexedDB put", &e);
+    let tx = db
+        .transaction_with_str_and_mode(STORE, IdbTransactionMode::Readwrite)
+        .map_err(failed)?;
+    tx.object_store(STORE)
+        .and_then(|store| store.put_with_key(&Uint8Array::from(bytes), &key.into()))
+        .map_err(failed)?;
+    // As in `settle`: the transaction's events settle the promise directly.
+    let done = Promise::new(&mut |resolve, reject| {
+        tx.set_oncomplete(Some(&resolve));
+        tx.set_onerror(Some(&reject));
+        tx.set_onabort(Some(&reject));
+    });
+    let outcome = JsFuture::from(done).await;
+    tx.set_oncomplete(None);
+    tx.set_onerror(None);
+    tx.set_onabort(None);
+    outcome.map(drop).map_err(|event| match tx.error() {
+        Some(error) => failed(error.into()),
+        None => failed(event),
+    })
 }
 
 /// The bytes stored under `key`, if any.
