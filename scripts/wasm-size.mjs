@@ -82,10 +82,13 @@ function limits() {
 }
 
 function crateOf(fn) {
-  let text = fn.replace(/^<+/, '').replace(/^(dyn |&mut |&|impl )/, '');
+  // `<A as B>::f` is charged to A's crate.
+  let text = fn.replace(/^[<&*\s]+|^(dyn|mut|impl|const) /g, '').trim();
   const colon = text.indexOf('::');
   if (colon > 0) text = text.slice(0, colon);
-  if (/^(core|alloc|std)$/.test(text)) return `${text} (Rust std)`;
+  if (/^\w+ as /.test(text)) return '(generic trait impls)';
+  const std = /^(core|alloc|std)\b/.exec(text);
+  if (std) return `${std[1]} (Rust std)`;
   if (text.startsWith('__wbg') || text.startsWith('__wbindgen')) return 'wasm-bindgen glue';
   return text.replace(/\[.*$/, '').replace(/<.*$/, '') || '(unnamed)';
 }

@@ -41,14 +41,13 @@ impl AldDataset {
         };
         let loaded = ald::load_from_bytes_with(bytes, &options)?;
         let card = match &loaded.metadata.card {
-            Some(card) => serde_json::to_value(card)
-                .map_err(|e| Error::argument("card", format!("not representable as JSON: {e}")))?,
+            Some(card) => crate::options::card_json(card)?,
             None => Value::Null,
         };
         Ok(Self {
             dataset: loaded.dataset,
             card,
-            publisher: loaded.signer.map(|key| hex::encode(key.as_bytes())),
+            publisher: loaded.signer.as_ref().map(crate::options::key_hex),
             header,
         })
     }

@@ -14,7 +14,7 @@ use envelope_core::{Envelope, Flags, Format};
 use serde_json::{Value, json};
 use wasm_bindgen::prelude::*;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::options::{Keys, now_unix};
 
 /// Where a model's tensors come from.
@@ -82,7 +82,7 @@ impl AprModel {
             list,
             card,
             model_type,
-            publisher: signer.map(|key| hex::encode(key.as_bytes())),
+            publisher: signer.as_ref().map(crate::options::key_hex),
         })
     }
 
@@ -131,8 +131,7 @@ impl AprModel {
 /// The model card as JSON, with the kept source files (tokenizers, configs: possibly megabytes)
 /// replaced by their sizes.
 fn card_json(card: &apr::ModelCard) -> Result<Value> {
-    let mut value = serde_json::to_value(card)
-        .map_err(|e| Error::argument("card", format!("not representable as JSON: {e}")))?;
+    let mut value = crate::options::card_json(card)?;
     if let Value::Object(fields) = &mut value {
         let sizes: serde_json::Map<String, Value> = card
             .source_files

@@ -102,6 +102,20 @@ impl Keys {
     }
 }
 
+/// A verified signer as JS sees it: 64 lowercase hex digits.
+pub(crate) fn key_hex(key: &SigningPublicKey) -> String {
+    hex::encode(key.as_bytes())
+}
+
+/// A dataset or model card as JSON (for `JSON.parse` into a plain object).
+///
+/// # Errors
+/// `Usage` if the card cannot be JSON (a map with non-string keys; cards have none).
+pub(crate) fn card_json(card: &impl serde::Serialize) -> Result<serde_json::Value> {
+    serde_json::to_value(card)
+        .map_err(|e| Error::argument("card", format!("not representable as JSON: {e}")))
+}
+
 /// A 32-byte key given as a `Uint8Array` or as 64 hex digits.
 fn key_bytes(value: &JsValue, what: &'static str) -> Result<[u8; KEY_LEN]> {
     let bytes = if let Some(text) = value.as_string() {
