@@ -40,15 +40,16 @@ fn every_module_opens_with_a_module_doc() {
     );
 }
 
-/// Three crates copy `[workspace.lints]` because they need `unsafe` somewhere: the wasm harness
-/// (its exports need `#[unsafe(no_mangle)]`), `mapped-file` (creating a memory map) and the
-/// bare-metal example (its entry point and allocator). This keeps
-/// the copies from drifting. The one allowed difference is `unsafe_code = "deny"` instead of
-/// `"forbid"`, and no other crate may leave the workspace lints.
+/// Four crates copy `[workspace.lints]` because they need `unsafe` somewhere: the wasm harness
+/// (its exports need `#[unsafe(no_mangle)]`), `envelope-wasm` (wasm-bindgen's exports expand to
+/// `unsafe` glue), `mapped-file` (creating a memory map) and the bare-metal example (its entry
+/// point and allocator). This keeps the copies from drifting. The one allowed difference is
+/// `unsafe_code = "deny"` instead of `"forbid"`, and no other crate may leave the workspace lints.
 #[test]
 fn lint_copies_match_the_workspace() {
-    const COPIES: [&str; 3] = [
+    const COPIES: [&str; 4] = [
         "tests/wasm-roundtrip/Cargo.toml",
+        "crates/envelope-wasm/Cargo.toml",
         "crates/mapped-file/Cargo.toml",
         "examples/embedded-apr/Cargo.toml",
     ];
