@@ -28,7 +28,7 @@ for variant in "${variants[@]}"; do
   label="${variant%%:*}"
   flags="${variant#*:}"
   # shellcheck disable=SC2086 # the flags are words
-  .ci/build-wasm-package --out "$work/$label" $flags >/dev/null
+  .ci/build-wasm-package --keep-names --out "$work/$label" $flags >/dev/null
   wasm="$work/$label/envelope_wasm_bg.wasm"
   # The breakdown needs function names: keep an unstripped copy, ship the stripped one.
   cp "$wasm" "$work/$label.named.wasm"
