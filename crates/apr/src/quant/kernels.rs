@@ -531,7 +531,7 @@ impl LaneSums {
 
 impl WindowSums {
     /// The sums of one window: `original` and its approximation `approx` (same length, at most
-    /// [`ERROR_WINDOW`]), block by block ([`LaneSums::add_block`]: value `j` of a block to lane
+    /// [`ERROR_WINDOW`]), block by block (value `j` of a block to lane
     /// `j % 8`, summed in f32 within the block, in f64 across blocks); the lanes are then added
     /// pairwise, `((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))` (docs/apr.md §3.3).
     #[must_use]
