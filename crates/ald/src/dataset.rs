@@ -282,6 +282,36 @@ pub fn check_schema(expected: &Schema, found: &Schema) -> Result<()> {
     })
 }
 
+/// One field of a schema as tools show it to programs: its name, its Arrow type (as Arrow
+/// displays it) and whether it may be null. `alimentar schema --json` prints these, and the
+/// JavaScript `AldDataset.schema` hands them over.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FieldSummary {
+    /// The field's name.
+    pub name: String,
+    /// Its Arrow type, as `DataType`'s `Display` writes it.
+    #[serde(rename = "type")]
+    pub data_type: String,
+    /// Whether it may hold nulls.
+    pub nullable: bool,
+}
+
+impl FieldSummary {
+    /// Every field of `schema`, in order.
+    #[must_use]
+    pub fn of_schema(schema: &Schema) -> Vec<Self> {
+        schema
+            .fields()
+            .iter()
+            .map(|field| Self {
+                name: field.name().clone(),
+                data_type: field.data_type().to_string(),
+                nullable: field.is_nullable(),
+            })
+            .collect()
+    }
+}
+
 /// A schema as one line: `name: Type [not null], ...`.
 #[must_use]
 pub fn render_schema(schema: &Schema) -> String {

@@ -77,7 +77,9 @@ pub mod fs;
 #[cfg(all(feature = "interchange", not(target_arch = "wasm32")))]
 pub mod interchange;
 
-pub use dataset::{ArrowDataset, DEFAULT_CHUNK_ROWS, SaveOptions, check_schema, render_schema};
+pub use dataset::{
+    ArrowDataset, DEFAULT_CHUNK_ROWS, FieldSummary, SaveOptions, check_schema, render_schema,
+};
 pub use dataset_type::DatasetType;
 pub use error::{Cause, Error, Result};
 pub use info::DatasetInfo;

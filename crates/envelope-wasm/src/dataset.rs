@@ -11,7 +11,7 @@
 
 use ald::{ArrowDataset, LoadOptions};
 use envelope_core::{Flags, Header};
-use serde_json::{Value, json};
+use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use crate::error::{Error, Result};
@@ -61,20 +61,9 @@ impl AldDataset {
     /// The schema as `[{name, type, nullable}]`.
     #[must_use]
     pub fn schema_json(&self) -> Value {
-        Value::Array(
-            self.dataset
-                .schema()
-                .fields()
-                .iter()
-                .map(|field| {
-                    json!({
-                        "name": field.name(),
-                        "type": field.data_type().to_string(),
-                        "nullable": field.is_nullable(),
-                    })
-                })
-                .collect(),
-        )
+        // Strings and booleans only: serializing them cannot fail.
+        serde_json::to_value(ald::FieldSummary::of_schema(self.dataset.schema()))
+            .unwrap_or(Value::Null)
     }
 
     /// Record batch `index` alone as an Arrow IPC stream (schema, dictionaries, batch, end).

@@ -109,16 +109,17 @@ impl AprModel {
     /// `Usage` (`NoTensorNamed`) for an unknown name; `InvalidFormat` / `QuantizationCorrupt` for
     /// a corrupt chunk.
     pub fn tensor_values(&self, name: &str) -> Result<Vec<f32>> {
-        let tensor = match &self.tensors {
-            Tensors::Plain(file) => file.tensor(name)?,
+        // The decrypted model's tensor is converted where it is, without a copy of its data.
+        let values = match &self.tensors {
+            Tensors::Plain(file) => file.tensor(name)?.to_f32(),
             Tensors::Decrypted(model) => model
                 .tensor(name)
                 .ok_or_else(|| apr::Error::NoTensorNamed {
                     name: name.to_owned(),
                 })?
-                .clone(),
+                .to_f32(),
         };
-        Ok(tensor.to_f32()?)
+        Ok(values?)
     }
 
     /// The header's model type name (`"LLAMA"`), or its id in hex when not in the catalog.

@@ -321,6 +321,11 @@ impl Pass<'_, '_> {
         &self.bytes[values.start * bytes_per_value..values.end * bytes_per_value]
     }
 
+    /// The values of batch `batch`.
+    fn span(&self, batch: usize) -> std::ops::Range<usize> {
+        batch * BATCH_VALUES..((batch + 1) * BATCH_VALUES).min(self.elements)
+    }
+
     /// A thread's loop: claims batches until none is left or a value that is not finite was
     /// found.
     fn work(&self) {
@@ -354,7 +359,7 @@ impl Pass<'_, '_> {
         values: &mut [f32],
         scratch: &mut [f32],
     ) -> Option<BatchResult> {
-        let span = batch * BATCH_VALUES..((batch + 1) * BATCH_VALUES).min(self.elements);
+        let span = self.span(batch);
         let stored = self.stored(span.clone());
         self.pages.populate(stored);
         let crc = if self.check {
@@ -411,9 +416,7 @@ impl Pass<'_, '_> {
             let Some(Some(result)) = result.get() else {
                 return (Outcome::NonFinite, input_crc, blocks_crc);
             };
-            let input_len = self
-                .stored(batch * BATCH_VALUES..((batch + 1) * BATCH_VALUES).min(self.elements))
-                .len();
+            let input_len = self.stored(self.span(batch)).len();
             input_crc = crc32c::crc32c_combine(input_crc, result.input_crc, input_len);
             blocks_crc = crc32c::crc32c_combine(blocks_crc, result.blocks_crc, result.blocks_len);
             for &window in &result.windows {

@@ -482,8 +482,8 @@ pub const ERROR_WINDOW: usize = 4096;
 /// latency) and vectorize on every target.
 const ERROR_LANES: usize = 8;
 
-/// The sums of one window of at most [`ERROR_WINDOW`] values ([`WindowSums::measure`]), or of
-/// a run of windows added in order ([`ErrorSums::add_window`]).
+/// The sums of one window of at most [`ERROR_WINDOW`] values ([`WindowSums::measure`]); a
+/// tensor's are its windows' added in order ([`ErrorSums::add_window`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct WindowSums {
     err: f64,
@@ -567,13 +567,15 @@ impl WindowSums {
             sums.add_block(&core::array::from_fn(|k| value(&a[k])), b);
         }
         // The last values (a window that is not whole blocks), padded with zeros, which add 0.
-        let mut a = [0.0f32; BLOCK_LEN];
-        let mut b = [0.0f32; BLOCK_LEN];
-        for (k, (x, &y)) in original_rest.iter().zip(approx_rest).enumerate() {
-            a[k] = value(x);
-            b[k] = y;
+        if !approx_rest.is_empty() {
+            let mut a = [0.0f32; BLOCK_LEN];
+            let mut b = [0.0f32; BLOCK_LEN];
+            for (k, (x, &y)) in original_rest.iter().zip(approx_rest).enumerate() {
+                a[k] = value(x);
+                b[k] = y;
+            }
+            sums.add_block(&a, &b);
         }
-        sums.add_block(&a, &b);
         let LaneSums {
             err,
             norm,
@@ -625,12 +627,6 @@ impl WindowSums {
         dequantize_blocks(quant, blocks, scratch)?;
         Ok(Self::measure_le(original, scratch))
     }
-
-    /// Whether an approximation was NaN or infinite (a scale that overflowed its f16).
-    #[must_use]
-    pub fn saw_non_finite(&self) -> bool {
-        self.non_finite
-    }
 }
 
 /// The sums of [`super::relative_error`]: the windows' sums ([`WindowSums`]) added in window
@@ -639,9 +635,8 @@ impl WindowSums {
 /// function, to the bit.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ErrorSums {
-    err: f64,
-    norm: f64,
-    non_finite: bool,
+    /// The windows added so far, summed as one.
+    total: WindowSums,
 }
 
 impl ErrorSums {
@@ -649,9 +644,9 @@ impl ErrorSums {
     /// in order).
     #[inline]
     pub fn add_window(&mut self, window: WindowSums) {
-        self.err += window.err;
-        self.norm += window.norm;
-        self.non_finite |= window.non_finite;
+        self.total.err += window.err;
+        self.total.norm += window.norm;
+        self.total.non_finite |= window.non_finite;
     }
 
     /// Measures and adds `original` against `approx` (same length), a whole number of windows
@@ -668,18 +663,19 @@ impl ErrorSums {
     /// Whether an approximation was NaN or infinite (a scale that overflowed its f16).
     #[must_use]
     pub fn saw_non_finite(&self) -> bool {
-        self.non_finite
+        self.total.non_finite
     }
 
     /// `||x - approx|| / ||x||`: 0 when both sums are 0, infinity for an all-zero `x` with a
     /// non-zero error.
     #[must_use]
     pub fn relative_error(&self) -> f32 {
-        if self.norm == 0.0 {
-            return if self.err == 0.0 { 0.0 } else { f32::INFINITY };
+        let WindowSums { err, norm, .. } = self.total;
+        if norm == 0.0 {
+            return if err == 0.0 { 0.0 } else { f32::INFINITY };
         }
         #[allow(clippy::cast_possible_truncation, reason = "a ratio, reported in f32")]
-        let ratio = (self.err / self.norm).sqrt() as f32;
+        let ratio = (err / norm).sqrt() as f32;
         ratio
     }
 }

@@ -456,18 +456,7 @@ pub fn schema(args: &SchemaArgs) -> anyhow::Result<()> {
         Source::open(&args.file, options).with_context(|| args.file.display().to_string())?;
     let schema = source.schema();
     if cli_support::run::mode().json {
-        let fields: Vec<serde_json::Value> = schema
-            .fields()
-            .iter()
-            .map(|field| {
-                json!({
-                    "name": field.name(),
-                    "type": field.data_type().to_string(),
-                    "nullable": field.is_nullable(),
-                })
-            })
-            .collect();
-        cli_support::print::json(&serde_json::Value::Array(fields))?;
+        cli_support::print::json(&serde_json::to_value(ald::FieldSummary::of_schema(schema))?)?;
     } else {
         for field in schema.fields() {
             let null = if field.is_nullable() { "" } else { " not null" };
