@@ -6,12 +6,13 @@
 #   WITH_CLIS=1 bash scripts/target-sizes.sh  # also the release CLIs for both Linux targets (long)
 #
 # Rows:
-# - `embedded-apr` (examples/embedded-apr): an .apr compiled in, verified and listed with
-#   envelope-core alone, no_std + alloc, no compression; the same code on x86_64 and aarch64 Linux
-#   and bare-metal thumbv7em-none-eabihf. For thumbv7em: flash (text + rodata + data) and RAM (bss:
+# - `embedded-apr` (examples/embedded-apr): two .apr files compiled in, read with `apr` without
+#   default features (no_std + alloc, no compression): a tensor model verified and listed by name,
+#   dtype and shape, a serde model decoded by `apr::load_from_bytes`; the same code on x86_64 and
+#   aarch64 Linux and bare-metal thumbv7em-none-eabihf. For thumbv7em: flash (text + rodata + data) and RAM (bss:
 #   the example's 64 KiB heap plus statics) as `size` reports them; for Linux: the stripped file.
 # - apr's `embedded` example (crates/apr/examples/embedded.rs): a serde model through
-#   `apr::load_from_bytes` with zstd (libzstd), std; Linux targets only (apr is not no_std).
+#   `apr::load_from_bytes` with zstd (libzstd), std; Linux targets only (libzstd is C).
 # - with WITH_CLIS=1: `alimentar`, `apr`, `fold`, `lineage`, stripped, both Linux targets.
 # Release profile with symbols stripped and no debug info (CARGO_PROFILE_RELEASE_* overrides), at
 # opt-level 3 (the workspace's) and, for thumbv7em, also "z" (size-optimized). Needs the targets

@@ -13,7 +13,7 @@ mod vectors;
 use std::path::Path;
 use std::process::Command;
 
-use vectors::{data_dir, golden_bytes, test_values, to_bytes};
+use vectors::{data_dir, golden_bytes, golden_stump_bytes, test_values, to_bytes};
 
 fn main() {
     let python = std::env::args_os()
@@ -24,6 +24,7 @@ fn main() {
         &data_dir(),
         [
             ("golden_q4_0.apr", golden_bytes()),
+            ("golden_stump.apr", golden_stump_bytes()),
             ("kat/values.f32", values),
         ],
     );

@@ -7,17 +7,30 @@
 //! Signature and decryption checks, when the caller asks for them, come before the payload too
 //! (`crate::commercial` and `envelope-sign`'s `Policy`).
 
-use std::borrow::Cow;
+#[cfg(feature = "std")]
+use alloc::borrow::{Cow, ToOwned};
+#[cfg(feature = "std")]
+use alloc::vec::Vec;
 
-use envelope_core::{Compression, Envelope, EnvelopeParts, Format, Payload};
+#[cfg(feature = "std")]
+use envelope_core::{Compression, EnvelopeParts, Payload};
+use envelope_core::{Envelope, Format};
+#[cfg(feature = "std")]
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::card::{ModelCard, ModelMetadata, PayloadKind, TensorEntry};
+#[cfg(feature = "std")]
+use crate::card::ModelCard;
+#[cfg(feature = "std")]
+use crate::card::TensorEntry;
+use crate::card::{ModelMetadata, PayloadKind};
 use crate::error::{Error, Result};
+#[cfg(feature = "std")]
 use crate::model::TensorModel;
 use crate::model_type::ModelType;
-use crate::tensor::{DType, Tensor};
+use crate::tensor::DType;
+#[cfg(feature = "std")]
+use crate::tensor::Tensor;
 
 /// Deepest nesting of MessagePack arrays and maps a serde payload may have (a decision tree of
 /// depth 100 needs about 200). Deeper input is `InvalidFormat`, never a stack overflow.
@@ -25,6 +38,7 @@ pub const MAX_PAYLOAD_DEPTH: usize = 512;
 
 /// How to write a model.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg(feature = "std")]
 pub struct SaveOptions {
     /// The model card.
     pub card: ModelCard,
@@ -32,6 +46,7 @@ pub struct SaveOptions {
     pub compression: Compression,
 }
 
+#[cfg(feature = "std")]
 impl Default for SaveOptions {
     fn default() -> Self {
         Self {
@@ -46,6 +61,7 @@ impl Default for SaveOptions {
 /// # Errors
 /// `Encode` if the model cannot be encoded as MessagePack; `Usage` if the compression is not
 /// compiled in.
+#[cfg(feature = "std")]
 pub fn model_parts<M: Serialize + ?Sized>(
     model: &M,
     model_type: ModelType,
@@ -69,6 +85,7 @@ pub fn model_parts<M: Serialize + ?Sized>(
     Ok(parts)
 }
 
+#[cfg(feature = "std")]
 fn owned(payload: Payload<'_>) -> Payload<'static> {
     match payload {
         Payload::Whole {
@@ -89,6 +106,7 @@ fn owned(payload: Payload<'_>) -> Payload<'static> {
 ///
 /// # Errors
 /// As [`model_parts`].
+#[cfg(feature = "std")]
 pub fn save_to_bytes<M: Serialize + ?Sized>(
     model: &M,
     model_type: ModelType,
@@ -98,6 +116,7 @@ pub fn save_to_bytes<M: Serialize + ?Sized>(
 }
 
 /// The metadata of a tensor model.
+#[cfg(feature = "std")]
 pub(crate) fn tensor_metadata(model: &TensorModel, card: &ModelCard) -> ModelMetadata {
     ModelMetadata {
         model_card: card.clone(),
@@ -121,6 +140,7 @@ pub(crate) fn tensor_metadata(model: &TensorModel, card: &ModelCard) -> ModelMet
 ///
 /// # Errors
 /// `DuplicateName` for duplicate names; `Usage` if the compression is not compiled in.
+#[cfg(feature = "std")]
 pub fn tensor_parts(
     model: &TensorModel,
     model_type: ModelType,
@@ -145,6 +165,7 @@ pub fn tensor_parts(
 ///
 /// # Errors
 /// As [`tensor_parts`].
+#[cfg(feature = "std")]
 pub fn save_tensors_to_bytes(
     model: &TensorModel,
     model_type: ModelType,
@@ -207,6 +228,7 @@ pub fn load_from_bytes<M: DeserializeOwned>(bytes: &[u8], expected_type: ModelTy
 /// # Errors
 /// As [`load_from_bytes`], and `QuantizationCorrupt` / `UnsupportedQuantization` for quantized
 /// tensors whose data or type byte is wrong.
+#[cfg(feature = "std")]
 pub fn load_tensors_from_bytes(bytes: &[u8], expected_type: ModelType) -> Result<TensorModel> {
     load_tensors_in_one_pass(bytes, expected_type).or_else(|_| {
         let file = AprFile::parse(bytes)?;
@@ -216,6 +238,7 @@ pub fn load_tensors_from_bytes(bytes: &[u8], expected_type: ModelType) -> Result
 }
 
 /// [`load_tensors_from_bytes`] without its fallback for refused files.
+#[cfg(feature = "std")]
 fn load_tensors_in_one_pass(bytes: &[u8], expected_type: ModelType) -> Result<TensorModel> {
     let file = AprFile::parse_lazy(bytes)?;
     file.expect_type(expected_type)?;
@@ -228,6 +251,7 @@ fn load_tensors_in_one_pass(bytes: &[u8], expected_type: ModelType) -> Result<Te
 }
 
 /// `InvalidFormat`: chunks with gaps or overlaps (the envelope walk refuses them already).
+#[cfg(feature = "std")]
 fn not_contiguous() -> Error {
     Error::inconsistent("the chunks do not follow one another through the payload")
 }
@@ -239,10 +263,12 @@ const PARALLEL_MIN_BYTES: u64 = 8 << 20;
 
 /// Bytes copied (and checksummed) at a time: small enough to stay in the first-level data cache
 /// between the checksum and the copy.
+#[cfg(feature = "std")]
 const PIECE: usize = 32 << 10;
 
 /// A copy of `stored` and the CRC `update` computes over it on the way, one cache-sized piece
 /// at a time (each piece is read from memory once, by the checksum, and copied from the cache).
+#[cfg(feature = "std")]
 fn copy_checksummed(stored: &[u8], mut update: impl FnMut(&[u8])) -> Vec<u8> {
     let mut out = Vec::with_capacity(stored.len());
     for piece in stored.chunks(PIECE) {
@@ -260,6 +286,7 @@ pub struct AprFile<B> {
     metadata: ModelMetadata,
     /// For a TRUENO_NATIVE file, each tensor's exact byte size (its chunk also holds the zero
     /// padding up to the next 64-byte boundary).
+    #[cfg(feature = "std")]
     aligned_sizes: Option<Vec<u64>>,
 }
 
@@ -293,10 +320,12 @@ impl<B: AsRef<[u8]>> AprFile<B> {
     /// As [`AprFile::parse`] after the envelope checks.
     pub fn from_envelope(envelope: Envelope<B>) -> Result<Self> {
         let metadata = checked_metadata(&envelope)?;
+        #[cfg(feature = "std")]
         let aligned_sizes = crate::trueno::aligned_sizes(&envelope, &metadata)?;
         Ok(Self {
             envelope,
             metadata,
+            #[cfg(feature = "std")]
             aligned_sizes,
         })
     }
@@ -306,6 +335,7 @@ impl<B: AsRef<[u8]>> AprFile<B> {
     /// In a lazily opened file stored uncompressed and unencrypted, the chunk's CRC-32C is
     /// computed while it is copied out (one read of the stored bytes), and the copy is returned
     /// only if it matches, with the same `ChecksumMismatch` as [`Envelope::chunk`] reports.
+    #[cfg(feature = "std")]
     fn chunk_data(&self, position: usize) -> Result<Vec<u8>> {
         if let Some((stored, expected)) = self.unverified_stored_chunk(position) {
             let mut computed = 0;
@@ -325,6 +355,7 @@ impl<B: AsRef<[u8]>> AprFile<B> {
     }
 
     /// Whether the payload is stored as is: chunked, neither compressed nor encrypted.
+    #[cfg(feature = "std")]
     fn is_plain_stored(&self) -> bool {
         let header = self.envelope.header();
         self.envelope.chunk_index().is_some()
@@ -337,6 +368,7 @@ impl<B: AsRef<[u8]>> AprFile<B> {
     /// CRC-32C in the same pass as their own work on the bytes (the copy of [`AprFile::tensors`],
     /// `apr quantize`'s kernels), while the bytes are in cache. `None` otherwise:
     /// [`Envelope::decode_chunk`] then checks and decodes the chunk.
+    #[cfg(feature = "std")]
     pub(crate) fn unverified_stored_chunk(&self, position: usize) -> Option<(&[u8], u32)> {
         if self.envelope.is_fully_verified() || !self.is_plain_stored() {
             return None;
@@ -347,6 +379,7 @@ impl<B: AsRef<[u8]>> AprFile<B> {
 
     /// The stored bytes of chunk `position` and its index entry, when they decode to themselves
     /// (a plain stored payload whose entry declares as many decoded bytes as it stores).
+    #[cfg(feature = "std")]
     fn stored_chunk(&self, position: usize) -> Option<(&[u8], &envelope_core::ChunkEntry)> {
         let entry = self.envelope.chunk_index()?.entries().get(position)?;
         let range = entry.stored_range();
@@ -359,6 +392,7 @@ impl<B: AsRef<[u8]>> AprFile<B> {
 
     /// `data`, the decoded chunk `position`, without the padding a TRUENO_NATIVE file puts after
     /// each tensor (checked to be zero).
+    #[cfg(feature = "std")]
     pub(crate) fn unpadded(&self, position: usize, data: Vec<u8>) -> Result<Vec<u8>> {
         match self.aligned_sizes.as_ref().and_then(|s| s.get(position)) {
             Some(&size) => {
@@ -375,6 +409,7 @@ impl<B: AsRef<[u8]>> AprFile<B> {
 
     /// Whether the tensors are stored aligned for zero-copy reading (TRUENO_NATIVE).
     #[must_use]
+    #[cfg(feature = "std")]
     pub fn is_aligned(&self) -> bool {
         self.aligned_sizes.is_some()
     }
@@ -425,6 +460,7 @@ impl<B: AsRef<[u8]>> AprFile<B> {
     /// # Errors
     /// `DecryptionFailed` (key required) if encrypted; `WrongPayload` for a serde model;
     /// `InvalidFormat` for a corrupt chunk.
+    #[cfg(feature = "std")]
     pub fn tensors(&self) -> Result<TensorModel> {
         self.tensors_from(|i| self.chunk_data(i))
     }
@@ -434,6 +470,7 @@ impl<B: AsRef<[u8]>> AprFile<B> {
     ///
     /// # Errors
     /// As [`AprFile::tensors`]; `NoTensorAt` if there is no such position.
+    #[cfg(feature = "std")]
     pub fn tensor_at(&self, position: usize) -> Result<Tensor> {
         if position >= self.metadata.tensors.len() {
             return Err(Error::NoTensorAt {
@@ -449,6 +486,7 @@ impl<B: AsRef<[u8]>> AprFile<B> {
     ///
     /// # Errors
     /// As [`AprFile::tensors`]; `NoTensorNamed` if there is no such tensor.
+    #[cfg(feature = "std")]
     pub fn tensor(&self, name: &str) -> Result<Tensor> {
         let position = self
             .metadata
@@ -463,6 +501,7 @@ impl<B: AsRef<[u8]>> AprFile<B> {
     }
 
     /// Builds every tensor from chunk data supplied by `chunk` (plain or decrypted).
+    #[cfg(feature = "std")]
     pub(crate) fn tensors_from(
         &self,
         chunk: impl FnMut(usize) -> Result<Vec<u8>>,
@@ -470,12 +509,14 @@ impl<B: AsRef<[u8]>> AprFile<B> {
         tensors_from(&self.metadata, chunk)
     }
 
+    #[cfg(feature = "std")]
     fn build(&self, position: usize, data: Vec<u8>) -> Result<Tensor> {
         build(&self.metadata, position, data)
     }
 }
 
 /// The one-pass load of a plain stored file, its runs shared between threads natively.
+#[cfg(feature = "std")]
 impl<B: AsRef<[u8]> + Sync> AprFile<B> {
     /// Every tensor of a lazily opened, plain stored file (see [`load_tensors_from_bytes`]): the
     /// whole-file CRC32, each chunk's share computed while the chunk is copied out, compared with
@@ -595,6 +636,7 @@ impl<B: AsRef<[u8]> + Sync> AprFile<B> {
 }
 
 /// Builds every tensor described by `metadata` from chunk data supplied by `chunk`.
+#[cfg(feature = "std")]
 pub(crate) fn tensors_from(
     metadata: &ModelMetadata,
     mut chunk: impl FnMut(usize) -> Result<Vec<u8>>,
@@ -614,6 +656,7 @@ pub(crate) fn tensors_from(
     })
 }
 
+#[cfg(feature = "std")]
 fn build(metadata: &ModelMetadata, position: usize, data: Vec<u8>) -> Result<Tensor> {
     let entry = metadata.tensors.get(position).ok_or(Error::NoTensorAt {
         position,
@@ -837,5 +880,59 @@ mod tests {
         let bytes = parts.to_bytes().unwrap();
         let error = load_from_bytes::<serde_json::Value>(&bytes, ModelType::Custom).unwrap_err();
         assert_eq!(error.signal(), envelope_core::Signal::InvalidFormat);
+    }
+
+    /// A serde model of every shape serde derives (unit, newtype, tuple and struct variants,
+    /// options, maps, bytes, floats): the payload the `no_std` build decodes with
+    /// messagepack-serde reads as rmp-serde reads it (see `card::no_std_decoder`).
+    #[test]
+    fn serde_payloads_decode_the_same_without_std() {
+        #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+        enum Node {
+            Leaf,
+            Value(f32),
+            Pair(u16, i64),
+            Split {
+                feature: u32,
+                threshold: f64,
+                children: Vec<Node>,
+            },
+        }
+        #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+        struct Forest {
+            name: String,
+            trees: Vec<Node>,
+            weights: std::collections::BTreeMap<String, f32>,
+            bias: Option<f64>,
+            #[serde(with = "serde_bytes")]
+            blob: Vec<u8>,
+            none: Option<u8>,
+        }
+        let model = Forest {
+            name: "forest".into(),
+            trees: vec![
+                Node::Leaf,
+                Node::Value(-0.5),
+                Node::Pair(7, -3),
+                Node::Split {
+                    feature: 3,
+                    threshold: 0.25,
+                    children: vec![Node::Leaf, Node::Value(1.5)],
+                },
+            ],
+            weights: [("a".to_owned(), 0.5), ("b".to_owned(), -2.0)].into(),
+            bias: Some(1e-3),
+            blob: vec![0, 255, 7],
+            none: None,
+        };
+        let bytes = save_to_bytes(&model, ModelType::Custom, &SaveOptions::default()).unwrap();
+        let file = AprFile::parse(&bytes[..]).unwrap();
+        let payload = file.envelope().decode_payload().unwrap();
+        let no_std_build: Forest = messagepack_serde::from_slice(&payload).unwrap();
+        assert_eq!(no_std_build, model);
+        assert_eq!(
+            load_from_bytes::<Forest>(&bytes, ModelType::Custom).unwrap(),
+            model
+        );
     }
 }

@@ -6,6 +6,10 @@
 //! matching every variant. Where a failure has an underlying cause (MessagePack, JSON,
 //! SafeTensors, the operating system), it is kept as the error's `source`.
 
+use alloc::borrow::ToOwned;
+use alloc::string::String;
+use alloc::vec::Vec;
+
 use envelope_core::Signal;
 
 use crate::card::PayloadKind;
@@ -90,6 +94,7 @@ pub enum Error {
     },
     /// A value cannot be encoded as MessagePack (a non-string map key in a hyperparameter, or a
     /// serde model whose `Serialize` fails).
+    #[cfg(feature = "std")]
     #[error("Usage: the {what} cannot be encoded as MessagePack")]
     Encode {
         /// What was encoded (`"model"`, `"model card"`).
@@ -99,9 +104,11 @@ pub enum Error {
         source: rmp_serde::encode::Error,
     },
     /// The model card cannot be written as JSON (for GGUF's `apr.model_card`).
+    #[cfg(feature = "std")]
     #[error("Usage: the model card cannot be written as JSON")]
     CardJson(#[source] serde_json::Error),
     /// The `safetensors` crate refused to serialize the tensors.
+    #[cfg(feature = "std")]
     #[error("Usage: the safetensors crate refused the tensors")]
     SafeTensorsRefused(#[source] safetensors::SafeTensorError),
     /// Two tensors of a model have the same name.
@@ -210,6 +217,7 @@ pub enum Error {
     },
     /// A watermark that cannot be embedded (strength or redundancy out of range), or that the
     /// model cannot carry (`NotTraceable`: the marked tensors do not read back as the buyer).
+    #[cfg(feature = "std")]
     #[error("Usage: {0}")]
     Watermark(#[from] watermark::Error),
     /// A tensor chosen explicitly for a watermark is of a type that cannot carry one.
@@ -231,9 +239,11 @@ pub enum Error {
     WatermarkClaimWithoutMark,
     /// A Hugging Face model directory that cannot be imported (`docs/apr.md` §11): its own
     /// message and signal, naming the file, shard or tensor at fault.
+    #[cfg(feature = "std")]
     #[error(transparent)]
     HfDirectory(#[from] crate::hf::HfError),
     /// Calibration samples that cannot be used (`crate::quant::calibration`).
+    #[cfg(feature = "std")]
     #[error("Usage: {0}")]
     Calibration(#[from] crate::quant::calibration::SamplesError),
     /// The calibration file cannot be read.
@@ -253,15 +263,24 @@ pub enum Error {
 #[non_exhaustive]
 pub enum DecodeError {
     /// MessagePack (metadata, serde payloads).
+    #[cfg(feature = "std")]
     #[error(transparent)]
     MessagePack(#[from] rmp_serde::decode::Error),
+    /// MessagePack, as the `no_std` build's decoder (`messagepack-serde`) refused it.
+    #[cfg(not(feature = "std"))]
+    #[error(transparent)]
+    MessagePack(
+        #[from] messagepack_serde::de::Error<messagepack_serde::messagepack_core::io::RError>,
+    ),
     /// JSON (SafeTensors sidecars).
     #[error(transparent)]
     Json(#[from] serde_json::Error),
     /// The `safetensors` crate.
+    #[cfg(feature = "std")]
     #[error(transparent)]
     SafeTensors(#[from] safetensors::SafeTensorError),
     /// Protocol Buffers (a SentencePiece `tokenizer.model`).
+    #[cfg(feature = "std")]
     #[error(transparent)]
     Protobuf(#[from] prost::DecodeError),
 }
@@ -283,6 +302,7 @@ impl Error {
             Self::ModelTypeMismatch { .. } => Signal::ModelTypeMismatch,
             Self::UnsupportedQuantization { .. } => Signal::UnsupportedQuantization,
             Self::QuantizationCorrupt { .. } => Signal::QuantizationCorrupt,
+            #[cfg(feature = "std")]
             Self::HfDirectory(error) => error.signal(),
             #[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
             Self::CalibrationRead { .. } => Signal::Io,
@@ -297,6 +317,7 @@ impl Error {
     /// is `Usage`: a tensor the target format cannot hold (`ExportFailed`), a file over the
     /// reader's limits (`LimitExceeded`) or a model too small to carry a watermark
     /// (`NotTraceable`) is a failure of the operation (a CLI exits 1), not of the command line.
+    #[cfg(feature = "std")]
     #[must_use]
     pub const fn is_operation_failure(&self) -> bool {
         matches!(
@@ -307,6 +328,14 @@ impl Error {
                 | Self::Envelope(envelope_core::Error::LimitExceeded(_))
                 | Self::Watermark(watermark::Error::NotTraceable { .. })
         )
+    }
+
+    /// Whether the failure is about the model or its data, not the request (see the `std`
+    /// build's; without `std` only the reader's limits qualify).
+    #[cfg(not(feature = "std"))]
+    #[must_use]
+    pub const fn is_operation_failure(&self) -> bool {
+        matches!(self, Self::Envelope(envelope_core::Error::LimitExceeded(_)))
     }
 
     /// `InvalidFormat`: the file breaks rule `reason` (the envelope's `FormatError::Inconsistent`).
@@ -331,6 +360,7 @@ impl Error {
     }
 }
 
+#[cfg(feature = "std")]
 impl From<std::io::Error> for Error {
     fn from(error: std::io::Error) -> Self {
         Self::Envelope(error.into())

@@ -46,45 +46,70 @@
 //!
 //! - `commercial` (default; implies both): [`commercial`] packages and loads licensed models
 //!   (003 §8.5).
+//! - `std` (default; implied by all the above): everything but [`load_from_bytes`] and
+//!   [`AprFile`]'s metadata. Without it the crate is `no_std` + `alloc` (bare-metal targets such
+//!   as `thumbv7em-none-eabihf`): a serde model from the bytes of an uncompressed, unencrypted
+//!   file, after the same checks (`docs/apr.md`, "Reading without std").
+
+#![cfg_attr(not(feature = "std"), no_std)]
+
+extern crate alloc;
 
 mod card;
 mod codec;
 #[cfg(feature = "commercial")]
 pub mod commercial;
 mod error;
+#[cfg(feature = "std")]
 pub mod gguf;
+#[cfg(feature = "std")]
 pub mod hf;
+#[cfg(feature = "std")]
 mod load;
+#[cfg(feature = "std")]
 mod model;
 mod model_type;
 pub mod quant;
+#[cfg(feature = "std")]
 pub mod regression;
+#[cfg(feature = "std")]
 pub mod safetensors;
+#[cfg(feature = "std")]
 mod summary;
 mod tensor;
+#[cfg(feature = "std")]
 pub mod trueno;
+#[cfg(feature = "std")]
 pub mod watermark;
 
 #[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
 pub mod fs;
+#[cfg(feature = "std")]
 mod secure;
 
 pub use card::{
     MAX_METADATA_DEPTH, ModelCard, ModelMetadata, PayloadKind, SourceFiles, TensorEntry,
 };
+pub use codec::{AprFile, MAX_PAYLOAD_DEPTH, load_from_bytes};
+#[cfg(feature = "std")]
 pub use codec::{
-    AprFile, MAX_PAYLOAD_DEPTH, SaveOptions, load_from_bytes, load_tensors_from_bytes, model_parts,
-    save_tensors_to_bytes, save_to_bytes, tensor_parts,
+    SaveOptions, load_tensors_from_bytes, model_parts, save_tensors_to_bytes, save_to_bytes,
+    tensor_parts,
 };
 pub use error::{DecodeError, Error, Result};
+#[cfg(feature = "std")]
 pub use load::LoadOptions;
+#[cfg(feature = "std")]
 pub use model::{Progress, QuantizationSession, TensorModel};
 pub use model_type::ModelType;
+#[cfg(feature = "std")]
 pub use quant::{
-    MixedPrecisionHooks, QuantType, QuantizationHooks, QuantizationInfo, QuantizedBlock, Quantizer,
-    QuantizerRegistry, TensorRole, UniformQuantization,
+    MixedPrecisionHooks, QuantizationHooks, QuantizedBlock, Quantizer, QuantizerRegistry,
+    TensorRole, UniformQuantization,
 };
+pub use quant::{QuantType, QuantizationInfo};
 #[cfg(feature = "format-signing")]
 pub use secure::load_verified;
+#[cfg(feature = "std")]
 pub use summary::{ModelSummary, TensorSummary, summarize};
 pub use tensor::{DType, MAX_DIMS, MAX_NAME_BYTES, Tensor};

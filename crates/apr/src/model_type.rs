@@ -1,5 +1,7 @@
 //! The model type catalog (001 §3.1), stored in header bytes 6-7.
 
+use alloc::borrow::ToOwned;
+
 use crate::error::{Error, Result};
 
 macro_rules! model_types {

@@ -6,6 +6,10 @@
 //! every loader checks that the byte length is exactly what the dtype and shape require, so a
 //! tensor never holds a size its data cannot back.
 
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+
 use half::{bf16, f16};
 
 use crate::error::{Error, Result};
@@ -200,6 +204,7 @@ impl Tensor {
     }
 
     /// The stored bytes, to change in place (their length, hence dtype and shape, stays).
+    #[cfg(feature = "std")]
     pub(crate) fn data_mut(&mut self) -> &mut [u8] {
         &mut self.data
     }
@@ -268,6 +273,7 @@ impl Tensor {
         })
     }
 
+    #[cfg(feature = "std")]
     pub(crate) fn set_quantizer(&mut self, name: &str) {
         self.quantizer = name.to_owned();
     }

@@ -12,7 +12,10 @@ mod watermark;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use vectors::{card, data_dir, golden_bytes, sample_model, test_values, to_bytes};
+use vectors::{
+    Stump, card, data_dir, golden_bytes, golden_stump_bytes, sample_model, stump, test_values,
+    to_bytes,
+};
 
 use apr::quant::kernels;
 use apr::{DType, ModelType, QuantType, SaveOptions, Tensor, TensorModel, gguf, safetensors};
@@ -115,6 +118,16 @@ fn golden_file_loads_and_is_rewritten_byte_for_byte() {
     let model = apr::load_tensors_from_bytes(&golden, ModelType::NeuralSequential).unwrap();
     assert_eq!(model, sample_model().quantize(QuantType::Q4_0).unwrap());
     assert_eq!(golden_bytes(), golden);
+}
+
+/// The serde golden file (the model `examples/embedded-apr` decodes without `std`) does not drift
+/// either.
+#[test]
+fn golden_serde_file_loads_and_is_rewritten_byte_for_byte() {
+    let golden = std::fs::read(data_dir().join("golden_stump.apr")).unwrap();
+    let model: Stump = apr::load_from_bytes(&golden, ModelType::DecisionTree).unwrap();
+    assert_eq!(model, stump());
+    assert_eq!(golden_stump_bytes(), golden);
 }
 
 fn oracle() -> PathBuf {

@@ -65,9 +65,22 @@ static ALLOCATOR: Bump = Bump {
 /// where the optimizer must assume it is read.
 #[unsafe(no_mangle)]
 extern "C" fn _start() -> ! {
-    let outcome = crate::list(crate::MODEL).map(|listing| {
-        let decoded: u64 = listing.chunks.iter().map(|&(_, decoded)| decoded).sum();
-        (listing.model_type, listing.chunks.len(), decoded)
+    let outcome = crate::load().map(|listing| {
+        // Everything the device learned, folded so the optimizer cannot drop any of it.
+        let decoded: usize = listing.tensors.iter().map(|tensor| tensor.bytes).sum();
+        let names: usize = listing.tensors.iter().map(|tensor| tensor.name.len()).sum();
+        let elements: u64 = listing
+            .tensors
+            .iter()
+            .map(|tensor| tensor.shape.iter().product::<u64>() ^ u64::from(tensor.dtype))
+            .sum();
+        (
+            listing.model_type,
+            decoded,
+            names,
+            elements,
+            listing.prediction,
+        )
     });
     core::hint::black_box(&outcome);
     loop {

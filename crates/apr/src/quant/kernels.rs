@@ -667,7 +667,8 @@ impl ErrorSums {
     }
 
     /// `||x - approx|| / ||x||`: 0 when both sums are 0, infinity for an all-zero `x` with a
-    /// non-zero error.
+    /// non-zero error. (`std`: the square root; quantizing is not part of the no_std build.)
+    #[cfg(feature = "std")]
     #[must_use]
     pub fn relative_error(&self) -> f32 {
         let WindowSums { err, norm, .. } = self.total;

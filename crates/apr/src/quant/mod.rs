@@ -6,20 +6,30 @@
 //! Quantization is never automatic: only [`crate::TensorModel::quantize`] and its siblings (or
 //! `apr quantize`) do it.
 
+#[cfg(feature = "std")]
 pub mod calibration;
 pub mod kernels;
 pub mod q8_tensor;
 
+#[cfg(feature = "std")]
 mod hooks;
+#[cfg(feature = "std")]
 mod quantizer;
+#[cfg(feature = "std")]
 mod role;
 
+#[cfg(feature = "std")]
 pub use hooks::{MixedPrecisionHooks, QuantizationHooks, UniformQuantization};
+#[cfg(feature = "std")]
 pub use quantizer::{
     Q4_0Quantizer, Q4_1Quantizer, Q8_0Quantizer, Q8TensorQuantizer, QuantizedBlock, Quantizer,
     QuantizerRegistry,
 };
+#[cfg(feature = "std")]
 pub use role::TensorRole;
+
+use alloc::string::String;
+use alloc::vec::Vec;
 
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -40,9 +50,11 @@ pub const WARNING_FACTOR: f32 = 2.0;
 
 /// Why values with a NaN or an infinity are refused (`QuantizationCorrupt`): the one wording of
 /// the session and of the streaming path.
+#[cfg(feature = "std")]
 pub(crate) const NON_FINITE_REFUSED: &str = "NaN or infinite values cannot be quantized";
 
 /// Why a tensor whose scale overflows its f16 is refused (`QuantizationCorrupt`).
+#[cfg(feature = "std")]
 pub(crate) const SCALE_OVERFLOW: &str =
     "a scale overflows its storage type (values too large to quantize)";
 
@@ -224,6 +236,7 @@ impl QuantizationInfo {
 }
 
 /// Relative RMS error of `approx` against `original`.
+#[cfg(feature = "std")]
 #[must_use]
 pub fn relative_error(original: &[f32], approx: &[f32]) -> f32 {
     let mut sums = kernels::ErrorSums::default();

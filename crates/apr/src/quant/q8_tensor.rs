@@ -6,6 +6,8 @@
 //! empty), `Z = clamp(roundf(-128 - lo / S), -128, 127)`, `q = clamp(roundf(x / S) + Z, -128,
 //! 127)`. Stored bytes: `S` (f32 LE), `Z` (i32 LE), then one i8 per value.
 
+use alloc::vec::Vec;
+
 /// Bytes before the quantized values: f32 scale and i32 zero point.
 pub const Q8_TENSOR_HEADER_BYTES: usize = 8;
 
@@ -22,12 +24,14 @@ pub struct AffineParams {
     clippy::cast_possible_truncation,
     reason = "inputs are clamped to the i8 range before conversion"
 )]
+#[cfg(feature = "std")]
 fn round_clamp(v: f32) -> i32 {
     v.round().clamp(-128.0, 127.0) as i32
 }
 
 /// Min/max calibration of `values`. `None` if a value or the range is not finite.
 #[must_use]
+#[cfg(feature = "std")]
 pub fn calibrate(values: &[f32]) -> Option<AffineParams> {
     let (mut lo, mut hi) = (0.0f32, 0.0f32);
     for &v in values {
@@ -49,6 +53,7 @@ pub fn calibrate(values: &[f32]) -> Option<AffineParams> {
 }
 
 /// Quantizes `values` with `params`, appending the header and one byte per value to `out`.
+#[cfg(feature = "std")]
 pub fn quantize(values: &[f32], params: AffineParams, out: &mut Vec<u8>) {
     out.reserve(Q8_TENSOR_HEADER_BYTES + values.len());
     out.extend_from_slice(&params.scale.to_le_bytes());

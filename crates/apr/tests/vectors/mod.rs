@@ -76,6 +76,35 @@ pub(crate) fn golden_bytes() -> Vec<u8> {
     apr::save_tensors_to_bytes(&model, ModelType::NeuralSequential, &options).unwrap()
 }
 
+/// The serde model of `golden_stump.apr`: a decision stump, the kind of model a microcontroller
+/// runs. `examples/embedded-apr` defines the same struct and decodes the file without `std`.
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Stump {
+    pub(crate) feature: u32,
+    pub(crate) threshold: f32,
+    pub(crate) below: f32,
+    pub(crate) above: f32,
+}
+
+/// The stump of `golden_stump.apr`.
+pub(crate) fn stump() -> Stump {
+    Stump {
+        feature: 2,
+        threshold: 0.75,
+        below: -1.0,
+        above: 1.0,
+    }
+}
+
+/// The checked-in serde golden file: [`stump`] with the golden card, uncompressed.
+pub(crate) fn golden_stump_bytes() -> Vec<u8> {
+    let options = SaveOptions {
+        card: card(),
+        compression: Compression::None,
+    };
+    apr::save_to_bytes(&stump(), ModelType::DecisionTree, &options).unwrap()
+}
+
 /// The model of the golden file.
 pub(crate) fn sample_model() -> TensorModel {
     let mut rng = Rng(42);
