@@ -40,13 +40,13 @@ rows=()
 for target in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu; do
   cargo build --locked --release --quiet --target "$target" -p embedded-apr
   bytes=$(file_size "$target_dir/$target/release/embedded-apr")
-  rows+=("| \`embedded-apr\` (envelope-core, no_std) | \`$target\` | O3 | $(kib "$bytes") file (stripped) | - |")
+  rows+=("| \`embedded-apr\` (apr without std: no_std) | \`$target\` | O3 | $(kib "$bytes") file (stripped) | - |")
 done
 for level in 3 z; do
   CARGO_PROFILE_RELEASE_OPT_LEVEL=$level cargo build --locked --release --quiet \
     --target thumbv7em-none-eabihf -p embedded-apr
   read -r flash ram < <(flash_ram "$target_dir/thumbv7em-none-eabihf/release/embedded-apr")
-  rows+=("| \`embedded-apr\` (envelope-core, no_std) | \`thumbv7em-none-eabihf\` | O$level | $(kib "$flash") flash | $(kib "$ram") RAM (64 KiB heap) |")
+  rows+=("| \`embedded-apr\` (apr without std: no_std) | \`thumbv7em-none-eabihf\` | O$level | $(kib "$flash") flash | $(kib "$ram") RAM (64 KiB heap) |")
 done
 for target in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu; do
   cargo build --locked --release --quiet --target "$target" -p apr --example embedded
