@@ -2,10 +2,12 @@
 //! caller a writer that, every so many bytes, asks a helper thread to flush what has been
 //! written so far to disk (`fdatasync` of a second handle on the same file). The commit's fsync
 //! then finds little left to wait for: the disk's write-back overlaps the rest of the writing,
-//! instead of starting after it.
+//! instead of starting after it. [`PositionalWriter`] does the same for a file written at
+//! offsets, from several threads at once.
 
 use std::fs::File;
 use std::io::{self, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 
 use crate::Writer;
@@ -90,6 +92,131 @@ pub fn with_early_sync<T, E>(
     })
 }
 
+/// A file written at chosen offsets, from any number of threads at once (it is `Sync`), that
+/// asks a helper thread to flush it to disk (`fdatasync`) each time another `every` bytes have
+/// been handed to it, as [`with_early_sync`] does for a writer: the disk's write-back overlaps
+/// the writing. Made by [`crate::PendingFile::positional`]; dropping it ends the helper.
+///
+/// The flushes are requests, their errors ignored: the commit's fsync is what makes the file
+/// durable, and reports any write error again.
+pub struct PositionalWriter {
+    /// A second handle on the file, written with `pwrite` (no shared cursor).
+    file: File,
+    /// Bytes handed to [`PositionalWriter::write_all_at`] so far.
+    written: AtomicU64,
+    every: u64,
+    /// Wakes the syncing thread (`None` when the file could not be cloned: no early flush).
+    kick: Option<mpsc::SyncSender<()>>,
+    helper: Option<std::thread::JoinHandle<()>>,
+}
+
+impl core::fmt::Debug for PositionalWriter {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PositionalWriter")
+            .field("every", &self.every)
+            .field("written", &self.written)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PositionalWriter {
+    /// Writes to `file` (through a second handle on it), requesting a flush to disk every
+    /// `every` bytes (at least 1 MiB).
+    ///
+    /// # Errors
+    /// I/O, if the handle cannot be duplicated.
+    pub fn new(file: &File, every: usize) -> io::Result<Self> {
+        let (kick, helper) = match file.try_clone() {
+            Ok(syncing) => {
+                let (kick, kicked) = mpsc::sync_channel::<()>(1);
+                let helper = std::thread::Builder::new()
+                    .name("early-sync".into())
+                    .spawn(move || {
+                        for () in kicked {
+                            if syncing.sync_data().is_err() {
+                                break;
+                            }
+                        }
+                    })
+                    .ok();
+                (helper.is_some().then_some(kick), helper)
+            }
+            Err(_) => (None, None),
+        };
+        Ok(Self {
+            file: file.try_clone()?,
+            written: AtomicU64::new(0),
+            every: every.max(1 << 20) as u64,
+            kick,
+            helper,
+        })
+    }
+
+    /// Writes all of `bytes` at `offset` (the file grows as needed; the bytes between its end
+    /// and `offset` read as zeros until written).
+    ///
+    /// # Errors
+    /// I/O.
+    pub fn write_all_at(&self, bytes: &[u8], offset: u64) -> io::Result<()> {
+        write_all_at(&self.file, bytes, offset)?;
+        let len = bytes.len() as u64;
+        let before = self.written.fetch_add(len, Ordering::Relaxed);
+        if before / self.every != (before + len) / self.every
+            && let Some(kick) = &self.kick
+        {
+            // Busy syncing already: the next kick will do.
+            let _ = kick.try_send(());
+        }
+        Ok(())
+    }
+
+    /// Bytes written so far.
+    #[must_use]
+    pub fn written(&self) -> u64 {
+        self.written.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for PositionalWriter {
+    fn drop(&mut self) {
+        // Closing the channel ends the helper after the flush it may be doing.
+        self.kick = None;
+        if let Some(helper) = self.helper.take() {
+            let _ = helper.join();
+        }
+    }
+}
+
+#[cfg(unix)]
+fn write_all_at(file: &File, bytes: &[u8], offset: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, bytes, offset)
+}
+
+#[cfg(windows)]
+fn write_all_at(file: &File, mut bytes: &[u8], mut offset: u64) -> io::Result<()> {
+    use std::os::windows::fs::FileExt as _;
+    while !bytes.is_empty() {
+        match file.seek_write(bytes, offset) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                bytes = &bytes[n..];
+                offset += n as u64;
+            }
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(any(unix, windows)))]
+fn write_all_at(_file: &File, _bytes: &[u8], _offset: u64) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "no positional writes on this platform",
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +239,35 @@ mod tests {
         let mut file = out.into_inner().unwrap();
         file.rewind().unwrap();
         let mut back = Vec::new();
+        file.read_to_end(&mut back).unwrap();
+        assert!(back == bytes);
+    }
+
+    /// Pieces written at offsets from several threads, in any order, make the file.
+    #[test]
+    fn positional_writes_from_threads_make_the_file() {
+        let bytes: Vec<u8> = (0..5_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let file = tempfile::tempfile().unwrap();
+        let writer = PositionalWriter::new(&file, 1 << 20).unwrap();
+        let pieces: Vec<(usize, &[u8])> = bytes
+            .chunks(300_001)
+            .enumerate()
+            .map(|(i, piece)| (i * 300_001, piece))
+            .collect();
+        std::thread::scope(|scope| {
+            for half in [0, 1] {
+                let (writer, pieces) = (&writer, &pieces);
+                scope.spawn(move || {
+                    for (at, piece) in pieces.iter().rev().skip(half).step_by(2) {
+                        writer.write_all_at(piece, *at as u64).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(writer.written(), bytes.len() as u64);
+        drop(writer);
+        let mut back = Vec::new();
+        let mut file = file;
         file.read_to_end(&mut back).unwrap();
         assert!(back == bytes);
     }
