@@ -244,6 +244,7 @@ impl<'a> QuantizationSession<'a> {
     /// A copy of the session as it stands, for planning an output before any tensor is read
     /// (`apr::fs`'s streaming quantization feeds it [`QuantizationSession::plan_tensor`] and
     /// encodes what its `finish` gives, to know the metadata's length in advance).
+    #[cfg(feature = "fs")]
     pub(crate) fn planning_copy(&self) -> Self {
         Self {
             plan: self.plan,
@@ -262,6 +263,7 @@ impl<'a> QuantizationSession<'a> {
     /// relative error of 0 (encoded as wide as any other, and below every warning threshold).
     /// `None`, recording nothing, when the outcome depends on more (a plugin's or a validating
     /// hook's result) or `quantize` would refuse the tensor.
+    #[cfg(feature = "fs")]
     pub(crate) fn plan_tensor(&mut self, name: &str, dtype: DType, shape: &[u64]) -> Option<DType> {
         let elements = crate::tensor::element_count(shape).unwrap_or(0);
         if let Some(quant) = self.block_type_for(name, dtype, shape) {
