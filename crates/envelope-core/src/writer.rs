@@ -453,12 +453,7 @@ impl EnvelopeParts<'_> {
             self.header_for((index.payload_size(), index.uncompressed_size(), Some(index)))?;
         let prefix = self.prefix(&header, Some(index))?;
         let mut trailer = Vec::new();
-        if let Some(body) = &self.signature {
-            write_frame(&mut trailer, Section::Signature, body)?;
-        }
-        if let Some(body) = &self.license {
-            write_frame(&mut trailer, Section::License, body)?;
-        }
+        self.write_blocks_after_payload(&mut trailer)?;
         Ok(PlacedLayout {
             prefix,
             payload_size: index.payload_size(),
@@ -488,6 +483,11 @@ impl EnvelopeParts<'_> {
         let index = self.index_with_checksums();
         out.put(&self.prefix(&header, index.as_ref())?)?;
         out.put(self.payload.stored())?;
+        self.write_blocks_after_payload(out)
+    }
+
+    /// The signature and license frames, in file order, after the payload.
+    fn write_blocks_after_payload(&self, out: &mut impl Sink) -> Result<()> {
         if let Some(body) = &self.signature {
             write_frame(out, Section::Signature, body)?;
         }

@@ -16,8 +16,7 @@ use crate::Writer;
 /// bytes, with a flush to disk requested after each `every` bytes.
 pub struct EarlySyncWriter<'w> {
     out: &'w mut Writer,
-    /// Wakes the syncing thread (`None` when the file could not be cloned: no early flush).
-    kick: Option<mpsc::SyncSender<()>>,
+    syncer: Syncer,
     unsynced: usize,
     every: usize,
 }
@@ -41,10 +40,7 @@ impl Write for EarlySyncWriter<'_> {
         if self.unsynced >= self.every {
             self.unsynced = 0;
             self.out.flush()?;
-            if let Some(kick) = &self.kick {
-                // Busy syncing already: the next kick will do.
-                let _ = kick.try_send(());
-            }
+            self.syncer.request();
         }
         Ok(written)
     }
@@ -68,28 +64,68 @@ pub fn with_early_sync<T, E>(
     every: usize,
     body: impl FnOnce(&mut EarlySyncWriter<'_>) -> Result<T, E>,
 ) -> Result<T, E> {
-    let syncing: Option<File> = out.get_ref().try_clone().ok();
-    std::thread::scope(|scope| {
-        let kick = syncing.map(|file| {
-            let (kick, kicked) = mpsc::sync_channel::<()>(1);
-            scope.spawn(move || {
+    let syncer = Syncer::start(out.get_ref());
+    let mut writer = EarlySyncWriter {
+        out,
+        syncer,
+        unsynced: 0,
+        every: every.max(1 << 20),
+    };
+    // The writer (and its syncer) is dropped when `body` returns, which ends the helper.
+    body(&mut writer)
+}
+
+/// The helper thread of [`with_early_sync`] and [`PositionalWriter`]: `fdatasync`s a second
+/// handle on the file each time it is asked; dropping it ends the thread after the flush it may
+/// be doing.
+struct Syncer {
+    /// Wakes the thread (`None` when the file could not be cloned or the thread not started:
+    /// no early flush).
+    kick: Option<mpsc::SyncSender<()>>,
+    helper: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Syncer {
+    fn start(file: &File) -> Self {
+        let Ok(syncing) = file.try_clone() else {
+            return Self {
+                kick: None,
+                helper: None,
+            };
+        };
+        let (kick, kicked) = mpsc::sync_channel::<()>(1);
+        let helper = std::thread::Builder::new()
+            .name("early-sync".into())
+            .spawn(move || {
                 for () in kicked {
-                    if file.sync_data().is_err() {
+                    if syncing.sync_data().is_err() {
                         break;
                     }
                 }
-            });
-            kick
-        });
-        let mut writer = EarlySyncWriter {
-            out,
-            kick,
-            unsynced: 0,
-            every: every.max(1 << 20),
-        };
-        // The writer (and its sender) is dropped when `body` returns, which ends the helper.
-        body(&mut writer)
-    })
+            })
+            .ok();
+        Self {
+            kick: helper.is_some().then_some(kick),
+            helper,
+        }
+    }
+
+    /// Asks for a flush (none is queued if one is under way already: the next request will do).
+    fn request(&self) {
+        if let Some(kick) = &self.kick {
+            let _ = kick.try_send(());
+        }
+    }
+}
+
+impl Drop for Syncer {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread's loop.
+        self.kick = None;
+        if let Some(helper) = self.helper.take() {
+            let _ = helper.join();
+        }
+    }
 }
 
 /// A file written at chosen offsets, from any number of threads at once (it is `Sync`), that
@@ -105,9 +141,7 @@ pub struct PositionalWriter {
     /// Bytes handed to [`PositionalWriter::write_all_at`] so far.
     written: AtomicU64,
     every: u64,
-    /// Wakes the syncing thread (`None` when the file could not be cloned: no early flush).
-    kick: Option<mpsc::SyncSender<()>>,
-    helper: Option<std::thread::JoinHandle<()>>,
+    syncer: Syncer,
 }
 
 impl core::fmt::Debug for PositionalWriter {
@@ -126,29 +160,11 @@ impl PositionalWriter {
     /// # Errors
     /// I/O, if the handle cannot be duplicated.
     pub fn new(file: &File, every: usize) -> io::Result<Self> {
-        let (kick, helper) = match file.try_clone() {
-            Ok(syncing) => {
-                let (kick, kicked) = mpsc::sync_channel::<()>(1);
-                let helper = std::thread::Builder::new()
-                    .name("early-sync".into())
-                    .spawn(move || {
-                        for () in kicked {
-                            if syncing.sync_data().is_err() {
-                                break;
-                            }
-                        }
-                    })
-                    .ok();
-                (helper.is_some().then_some(kick), helper)
-            }
-            Err(_) => (None, None),
-        };
         Ok(Self {
             file: file.try_clone()?,
             written: AtomicU64::new(0),
             every: every.max(1 << 20) as u64,
-            kick,
-            helper,
+            syncer: Syncer::start(file),
         })
     }
 
@@ -161,11 +177,8 @@ impl PositionalWriter {
         write_all_at(&self.file, bytes, offset)?;
         let len = bytes.len() as u64;
         let before = self.written.fetch_add(len, Ordering::Relaxed);
-        if before / self.every != (before + len) / self.every
-            && let Some(kick) = &self.kick
-        {
-            // Busy syncing already: the next kick will do.
-            let _ = kick.try_send(());
+        if before / self.every != (before + len) / self.every {
+            self.syncer.request();
         }
         Ok(())
     }
@@ -174,16 +187,6 @@ impl PositionalWriter {
     #[must_use]
     pub fn written(&self) -> u64 {
         self.written.load(Ordering::Relaxed)
-    }
-}
-
-impl Drop for PositionalWriter {
-    fn drop(&mut self) {
-        // Closing the channel ends the helper after the flush it may be doing.
-        self.kick = None;
-        if let Some(helper) = self.helper.take() {
-            let _ = helper.join();
-        }
     }
 }
 
