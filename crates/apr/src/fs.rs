@@ -7,7 +7,10 @@
 //! file next to the destination (or holds it up to a budget, [`TensorFileWriter::with_memory_budget`]), then writes the
 //! `.apr` file chunk by chunk ([`envelope_core::EnvelopeParts::begin_chunked`]) and renames it into
 //! place. [`quantize_into`] is `apr quantize`'s streaming pass: kernels on every core straight
-//! from the mapped chunks, the input's pages released behind it.
+//! from the mapped chunks, the input's pages released behind it, and, when the output can be
+//! planned before the pass, each batch of blocks written into the output file at its final offset
+//! by the thread that made it (the writer's placed mode: only the prefix and the trailer are left
+//! for [`TensorFileWriter::finish`]).
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -17,6 +20,7 @@ use std::path::Path;
 use envelope_core::fs::Destination;
 use envelope_core::{ChunkIndex, Envelope, EnvelopeParts, Format};
 pub use mapped_file::MappedFile;
+use output_file::{PendingFile, PositionalWriter};
 
 use crate::card::{ModelCard, ModelMetadata, PayloadKind, TensorEntry};
 use crate::codec::{AprFile, SaveOptions};
@@ -24,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::model::TensorModel;
 use crate::model_type::ModelType;
 use crate::quant::QuantizationInfo;
-use crate::tensor::Tensor;
+use crate::tensor::{DType, Tensor};
 use crate::{gguf, safetensors};
 
 mod hf;
@@ -375,11 +379,96 @@ struct Chunks {
     /// so the held chunks are always the first ones.
     spill: Option<BufWriter<File>>,
     scratch_dir: std::path::PathBuf,
+    /// Placed mode ([`TensorFileWriter::place`]): every chunk is written straight into the output
+    /// at its final offset, and nothing is held or spilled.
+    placed: Option<Placed>,
+}
+
+/// The output of a [`TensorFileWriter`] in placed mode: the temporary file, open from the start,
+/// into which each chunk is written at its final offset, `payload_offset` being where the planned
+/// metadata puts the payload.
+struct Placed {
+    /// Declared before `file`: dropped first, which ends its syncing thread before the file is
+    /// committed or removed.
+    out: PositionalWriter,
+    file: PendingFile,
+    payload_offset: u64,
+    /// The chunks' bytes written so far.
+    written: u64,
+    /// Their CRC32 (IEEE), in file order.
+    crc32: crc32fast::Hasher,
+}
+
+/// How [`TensorFileWriter::finish`] wrote the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Written {
+    /// Chunk by chunk, from memory and the spill file.
+    Streamed,
+    /// Placed: the metadata came out as long as planned, so only the prefix and the trailer were
+    /// left to write.
+    InPlace,
+    /// Placed, but the metadata came out longer or shorter than planned (an accuracy warning, a
+    /// different card): the payload was copied after the right prefix into a second temporary
+    /// file.
+    Copied,
+}
+
+impl Placed {
+    /// Finishes the file in place when `parts` put the payload where it was planned, else by
+    /// copying it into a fresh temporary file for `destination`. Either way the bytes are those
+    /// of `parts.begin_chunked(index)` with the chunks written in order.
+    fn finish(
+        self,
+        destination: Destination,
+        parts: &EnvelopeParts<'_>,
+        index: &ChunkIndex,
+    ) -> Result<Written> {
+        let layout = parts.placed_layout(index)?;
+        let trailer = layout.trailer(&self.crc32);
+        let Self {
+            out,
+            mut file,
+            payload_offset,
+            written,
+            ..
+        } = self;
+        if layout.payload_offset() == payload_offset {
+            out.write_all_at(layout.prefix(), 0)?;
+            out.write_all_at(&trailer, layout.trailer_offset())?;
+            drop(out);
+            file.commit()?;
+            return Ok(Written::InPlace);
+        }
+        drop(out);
+        let mut copy = PendingFile::create(destination)?;
+        let mut payload = file.writer().get_ref().try_clone()?;
+        payload.seek(SeekFrom::Start(payload_offset))?;
+        let writer = copy.writer();
+        writer.write_all(layout.prefix())?;
+        // copy_file_range where the kernel offers it: the payload does not pass through here.
+        let copied = std::io::copy(&mut payload.take(written), writer)?;
+        if copied != written {
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
+        }
+        writer.write_all(&trailer)?;
+        copy.commit()?;
+        // Dropping the first temporary file removes it.
+        drop(file);
+        Ok(Written::Copied)
+    }
 }
 
 impl Chunks {
     fn keep(&mut self, stored: Cow<'_, [u8]>) -> Result<()> {
         let len = stored.len() as u64;
+        if let Some(placed) = &mut self.placed {
+            placed
+                .out
+                .write_all_at(&stored, placed.payload_offset + placed.written)?;
+            placed.crc32.update(&stored);
+            placed.written += len;
+            return Ok(());
+        }
         if self.spill.is_none() && self.held_bytes.saturating_add(len) <= self.budget {
             self.held_bytes += len;
             self.held.push(stored.into_owned());
@@ -453,6 +542,7 @@ impl TensorFileWriter {
                 budget,
                 spill: None,
                 scratch_dir,
+                placed: None,
             },
         ))
     }
@@ -479,7 +569,7 @@ impl TensorFileWriter {
     /// # Errors
     /// `DuplicateName` for a duplicate name; `Io`.
     pub fn push(&mut self, tensor: &Tensor) -> Result<()> {
-        self.check_name(tensor)?;
+        self.check_name(&tensor.name)?;
         let stored = envelope_core::compression::compress(self.compression, tensor.data())?;
         self.store(tensor, stored)
     }
@@ -490,9 +580,9 @@ impl TensorFileWriter {
     /// # Errors
     /// As [`TensorFileWriter::push`].
     pub fn push_owned(&mut self, tensor: Tensor) -> Result<()> {
-        self.check_name(&tensor)?;
+        self.check_name(&tensor.name)?;
         if self.compression == envelope_core::Compression::None {
-            let entry = self.entry(&tensor, tensor.data().len() as u64);
+            let entry = self.tensor_entry(&tensor, tensor.data().len() as u64);
             self.keep(Cow::Owned(tensor.into_data()))?;
             self.entries.push(entry);
             Ok(())
@@ -512,40 +602,134 @@ impl TensorFileWriter {
         if self.compression != envelope_core::Compression::None {
             return self.push_owned(tensor);
         }
-        self.check_name(&tensor)?;
-        let entry = self.entry(&tensor, tensor.data().len() as u64);
+        self.check_name(&tensor.name)?;
+        let entry = self.tensor_entry(&tensor, tensor.data().len() as u64);
         self.keep_checked(Cow::Owned(tensor.into_data()), crc32c)?;
         self.entries.push(entry);
         Ok(())
     }
 
-    fn check_name(&self, tensor: &Tensor) -> Result<()> {
-        if self.names.contains(&tensor.name) {
+    /// Switches to placed mode when it applies: no chunk yet, no compression, and a destination
+    /// that is a regular file or nothing yet (a device or FIFO is written in order). The output's
+    /// temporary file is created now and every later chunk is written into it at its final
+    /// offset: after the prefix that `planned` (the metadata the caller expects to pass to
+    /// [`TensorFileWriter::finish`], the type not mattering) and one chunk per `sizes` entry give.
+    /// If the metadata at `finish` comes out another length, the payload is copied once after the
+    /// right prefix; the bytes are the same either way. Returns whether placed mode is on.
+    ///
+    /// # Errors
+    /// `Io`; as [`ModelMetadata::encode`] and [`EnvelopeParts::placed_layout`].
+    pub(crate) fn place(&mut self, planned: &ModelMetadata, sizes: &[u64]) -> Result<bool> {
+        let placeable = self.entries.is_empty()
+            && self.chunks.held.is_empty()
+            && self.chunks.spill.is_none()
+            && self.chunks.placed.is_none()
+            && self.compression == envelope_core::Compression::None
+            && matches!(
+                self.destination.kind()?,
+                output_file::Kind::Missing | output_file::Kind::RegularFile { .. }
+            );
+        if !placeable {
+            return Ok(false);
+        }
+        let index = ChunkIndex::from_sizes(sizes.iter().map(|&size| (size, size, 1)))?;
+        let mut parts = EnvelopeParts::new(Format::Model, 0);
+        parts.metadata = Cow::Owned(planned.encode()?);
+        let layout = parts.placed_layout(&index)?;
+        let mut file = PendingFile::create(self.destination.clone())?;
+        let out = file.positional(EARLY_SYNC)?;
+        self.chunks.placed = Some(Placed {
+            out,
+            file,
+            payload_offset: layout.payload_offset(),
+            written: 0,
+            crc32: crc32fast::Hasher::new(),
+        });
+        Ok(true)
+    }
+
+    /// In placed mode, where the next chunk goes: the output and the chunk's offset in it.
+    pub(crate) fn next_placed_chunk(&self) -> Option<(&PositionalWriter, u64)> {
+        let placed = self.chunks.placed.as_ref()?;
+        Some((&placed.out, placed.payload_offset + placed.written))
+    }
+
+    /// Records the next tensor (`name`, `dtype`, `shape`) whose `stored_len` bytes the caller
+    /// wrote at [`TensorFileWriter::next_placed_chunk`], with their CRC-32C and their CRC32
+    /// (`crc32`, a hasher fed exactly those bytes in order).
+    ///
+    /// # Errors
+    /// `DuplicateName`; `Usage` if the writer is not in placed mode.
+    pub(crate) fn push_placed(
+        &mut self,
+        name: &str,
+        (dtype, shape): (DType, &[u64]),
+        stored_len: u64,
+        (crc32c, crc32): (u32, &crc32fast::Hasher),
+    ) -> Result<()> {
+        self.check_name(name)?;
+        let Some(placed) = &mut self.chunks.placed else {
+            return Err(envelope_core::Error::InvalidArgument(
+                "push_placed on a writer that is not in placed mode",
+            )
+            .into());
+        };
+        placed.written += stored_len;
+        placed.crc32.combine(crc32);
+        let entry = self.entry(name, dtype, shape, "", stored_len);
+        if let Some(size) = self.sizes.last_mut() {
+            size.0 = stored_len;
+        }
+        self.checksums.push(crc32c);
+        self.entries.push(entry);
+        Ok(())
+    }
+
+    fn check_name(&self, name: &str) -> Result<()> {
+        if self.names.contains(name) {
             return Err(Error::DuplicateName {
-                name: tensor.name.clone(),
+                name: name.to_owned(),
             });
         }
         Ok(())
     }
 
     fn store(&mut self, tensor: &Tensor, stored: Cow<'_, [u8]>) -> Result<()> {
-        let entry = self.entry(tensor, tensor.data().len() as u64);
+        let entry = self.tensor_entry(tensor, tensor.data().len() as u64);
         self.keep(stored)?;
         self.entries.push(entry);
         Ok(())
     }
 
-    /// Records `tensor`'s directory entry and flags; `decoded` is its data's length.
-    fn entry(&mut self, tensor: &Tensor, decoded: u64) -> TensorEntry {
-        self.quantized |= tensor.dtype.is_quantized();
-        self.names.insert(tensor.name.clone());
+    /// Records the directory entry and flags of a tensor whose data is `decoded` bytes long.
+    fn entry(
+        &mut self,
+        name: &str,
+        dtype: DType,
+        shape: &[u64],
+        quantizer: &str,
+        decoded: u64,
+    ) -> TensorEntry {
+        self.quantized |= dtype.is_quantized();
+        self.names.insert(name.to_owned());
         self.sizes.push((0, decoded, 1));
         TensorEntry {
-            name: tensor.name.clone(),
-            dtype: tensor.dtype.code(),
-            shape: tensor.shape.clone(),
-            quantizer: tensor.quantizer.clone(),
+            name: name.to_owned(),
+            dtype: dtype.code(),
+            shape: shape.to_vec(),
+            quantizer: quantizer.to_owned(),
         }
+    }
+
+    /// [`Self::entry`] of `tensor`.
+    fn tensor_entry(&mut self, tensor: &Tensor, decoded: u64) -> TensorEntry {
+        self.entry(
+            &tensor.name,
+            tensor.dtype,
+            &tensor.shape,
+            &tensor.quantizer,
+            decoded,
+        )
     }
 
     /// Keeps the stored bytes of the chunk whose entry was just recorded.
@@ -569,11 +753,22 @@ impl TensorFileWriter {
     /// # Errors
     /// `Io`, or the envelope writer's errors.
     pub fn finish(
-        mut self,
+        self,
         model_type: ModelType,
         card: &ModelCard,
         quantization: Option<QuantizationInfo>,
     ) -> Result<()> {
+        self.finish_telling(model_type, card, quantization)
+            .map(drop)
+    }
+
+    /// [`TensorFileWriter::finish`], saying how the file was written.
+    pub(crate) fn finish_telling(
+        mut self,
+        model_type: ModelType,
+        card: &ModelCard,
+        quantization: Option<QuantizationInfo>,
+    ) -> Result<Written> {
         let metadata = ModelMetadata {
             model_card: card.clone(),
             payload: PayloadKind::Tensors,
@@ -588,7 +783,15 @@ impl TensorFileWriter {
         parts.compression = self.compression;
         parts.quantized = self.quantized;
         parts.metadata = Cow::Owned(metadata.encode()?);
-        let Chunks { held, spill, .. } = self.chunks;
+        let Chunks {
+            held,
+            spill,
+            placed,
+            ..
+        } = self.chunks;
+        if let Some(placed) = placed {
+            return placed.finish(self.destination, &parts, &index);
+        }
         let spill = spill
             .map(|spill| -> Result<File> {
                 let mut spill = spill
@@ -619,7 +822,7 @@ impl TensorFileWriter {
                     }
                 }
                 writer.finish()?;
-                Ok(())
+                Ok(Written::Streamed)
             })
         })
     }

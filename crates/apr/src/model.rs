@@ -241,6 +241,53 @@ impl<'a> QuantizationSession<'a> {
         self.record(name, dtype, elements, DType::Quantized(quant), record);
     }
 
+    /// A copy of the session as it stands, for planning an output before any tensor is read
+    /// (`apr::fs`'s streaming quantization feeds it [`QuantizationSession::plan_tensor`] and
+    /// encodes what its `finish` gives, to know the metadata's length in advance).
+    #[cfg(feature = "fs")]
+    pub(crate) fn planning_copy(&self) -> Self {
+        Self {
+            plan: self.plan,
+            records: self.records.clone(),
+            warnings: self.warnings.clone(),
+            original_dtype: self.original_dtype,
+            elements: self.elements.clone(),
+            calibration_samples: self.calibration_samples,
+        }
+    }
+
+    /// The dtype [`QuantizationSession::quantize`] will give the tensor `name` of `dtype` and
+    /// `shape` when that follows from these alone: the block type of
+    /// [`QuantizationSession::block_type_for`], or `dtype` for a tensor kept for its dtype, name
+    /// or shape. The tensor is then recorded as `quantize` records it, a block type with a
+    /// relative error of 0 (encoded as wide as any other, and below every warning threshold).
+    /// `None`, recording nothing, when the outcome depends on more (a plugin's or a validating
+    /// hook's result) or `quantize` would refuse the tensor.
+    #[cfg(feature = "fs")]
+    pub(crate) fn plan_tensor(&mut self, name: &str, dtype: DType, shape: &[u64]) -> Option<DType> {
+        let elements = crate::tensor::element_count(shape).unwrap_or(0);
+        if let Some(quant) = self.block_type_for(name, dtype, shape) {
+            self.record_block(name, dtype, elements, quant, 0.0);
+            return Some(DType::Quantized(quant));
+        }
+        let reason = match dtype {
+            DType::Quantized(_) => return None,
+            DType::F32 | DType::F16 | DType::BF16 => {
+                let shape = shape
+                    .iter()
+                    .map(|&d| usize::try_from(d).ok())
+                    .collect::<Option<Vec<usize>>>()?;
+                match treatment(&self.plan, name, &shape).ok()? {
+                    Treatment::Kept(reason) => reason,
+                    Treatment::Quantize(_) => return None,
+                }
+            }
+            _ => INTEGERS_KEPT.to_owned(),
+        };
+        self.record(name, dtype, elements, dtype, kept_record(name, &reason));
+        Some(dtype)
+    }
+
     /// Records one tensor's treatment: its warning, its type's weight count, its record.
     fn record(
         &mut self,
@@ -312,6 +359,10 @@ impl<'a> QuantizationSession<'a> {
     }
 }
 
+/// Why an integer tensor is kept.
+const INTEGERS_KEPT: &str = "integer tensors are not quantized";
+
+#[derive(Clone, Copy)]
 enum Plan<'a> {
     Hooks {
         hooks: &'a dyn QuantizationHooks,
@@ -321,21 +372,55 @@ enum Plan<'a> {
 }
 
 fn kept(tensor: &Tensor, reason: &str) -> (Tensor, TensorQuantization) {
-    (
-        tensor.clone(),
-        TensorQuantization {
-            name: tensor.name.clone(),
-            quant_type: None,
-            relative_error: None,
-            kept_because: Some(reason.to_owned()),
-            output_error: None,
+    (tensor.clone(), kept_record(&tensor.name, reason))
+}
+
+fn kept_record(name: &str, reason: &str) -> TensorQuantization {
+    TensorQuantization {
+        name: name.to_owned(),
+        quant_type: None,
+        relative_error: None,
+        kept_because: Some(reason.to_owned()),
+        output_error: None,
+    }
+}
+
+/// What the session does with a float tensor, decided from its name and shape alone.
+enum Treatment<'a> {
+    /// Kept as it is, for this reason.
+    Kept(String),
+    /// Quantized by this quantizer (and then possibly kept by the hooks' `validate`).
+    Quantize(&'a dyn crate::Quantizer),
+}
+
+/// [`Treatment`] of the float tensor `name` of `shape` under `plan`.
+fn treatment<'a>(plan: &Plan<'a>, name: &str, shape: &[usize]) -> Result<Treatment<'a>> {
+    Ok(match plan {
+        Plan::Plugin(q) => match TensorRole::of(name, shape).kept_because() {
+            Some(reason) => Treatment::Kept(reason.to_owned()),
+            None => Treatment::Quantize(*q),
         },
-    )
+        Plan::Hooks { hooks, registry } => {
+            let Some(quant) = hooks.select_quantizer(name, shape) else {
+                return Ok(Treatment::Kept(hooks.kept_because(name, shape)));
+            };
+            if quant.block_size() != 0
+                && shape
+                    .last()
+                    .is_none_or(|&last| last % quant.block_size() != 0)
+            {
+                return Ok(Treatment::Kept(
+                    "its last dimension is not a multiple of 32".to_owned(),
+                ));
+            }
+            Treatment::Quantize(registry.for_type(quant)?)
+        }
+    })
 }
 
 fn quantize_one(tensor: &Tensor, plan: &Plan<'_>) -> Result<(Tensor, TensorQuantization)> {
     if !matches!(tensor.dtype, DType::F32 | DType::F16 | DType::BF16) {
-        return Ok(kept(tensor, "integer tensors are not quantized"));
+        return Ok(kept(tensor, INTEGERS_KEPT));
     }
     let Ok(shape) = tensor
         .shape
@@ -347,26 +432,9 @@ fn quantize_one(tensor: &Tensor, plan: &Plan<'_>) -> Result<(Tensor, TensorQuant
             tensor: tensor.name.clone(),
         });
     };
-    let quantizer = match plan {
-        Plan::Plugin(q) => {
-            if let Some(reason) = TensorRole::of(&tensor.name, &shape).kept_because() {
-                return Ok(kept(tensor, reason));
-            }
-            *q
-        }
-        Plan::Hooks { hooks, registry } => {
-            let Some(quant) = hooks.select_quantizer(&tensor.name, &shape) else {
-                return Ok(kept(tensor, &hooks.kept_because(&tensor.name, &shape)));
-            };
-            if quant.block_size() != 0
-                && shape
-                    .last()
-                    .is_none_or(|&last| last % quant.block_size() != 0)
-            {
-                return Ok(kept(tensor, "its last dimension is not a multiple of 32"));
-            }
-            registry.for_type(quant)?
-        }
+    let quantizer = match treatment(plan, &tensor.name, &shape)? {
+        Treatment::Kept(reason) => return Ok(kept(tensor, &reason)),
+        Treatment::Quantize(quantizer) => quantizer,
     };
     let name_error = |error: Error| match error {
         Error::QuantizationCorrupt { reason, .. } => Error::QuantizationCorrupt {

@@ -80,4 +80,4 @@ pub use layout::{FRAME_PREFIX_LEN, Layout, Span};
 pub use limits::{LimitExceeded, LimitKind, Limits};
 #[cfg(feature = "std")]
 pub use writer::ChunkedWriter;
-pub use writer::{EnvelopeParts, Payload};
+pub use writer::{EnvelopeParts, Payload, PlacedLayout};

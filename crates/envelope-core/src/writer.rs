@@ -380,35 +380,83 @@ impl EnvelopeParts<'_> {
     #[cfg(feature = "std")]
     pub fn begin_chunked<W: Write>(&self, index: ChunkIndex, out: W) -> Result<ChunkedWriter<W>> {
         let encrypted = self.encryption.is_some();
-        if encrypted && index.entries().iter().any(|entry| entry.stored_crc32c != 0) {
-            return Err(Error::InvalidArgument(
-                "an encrypted file's chunk checksums must be zero",
-            ));
-        }
-        let header = self.header_for((
-            index.payload_size(),
-            index.uncompressed_size(),
-            Some(&index),
-        ))?;
-        let prefix = self.prefix(&header, Some(&index))?;
+        let PlacedLayout {
+            prefix, trailer, ..
+        } = self.placed_layout(&index)?;
         let mut out = CrcWriter {
             inner: out,
             hasher: crc32fast::Hasher::new(),
         };
         out.write_all(&prefix)?;
-        let mut trailer = Vec::new();
-        if let Some(body) = &self.signature {
-            write_frame(&mut trailer, Section::Signature, body)?;
-        }
-        if let Some(body) = &self.license {
-            write_frame(&mut trailer, Section::License, body)?;
-        }
         Ok(ChunkedWriter {
             out,
             prefix,
             index,
             next_chunk: 0,
             encrypted,
+            trailer,
+        })
+    }
+
+    /// The layout of a STREAMING file whose chunks the caller places itself (at
+    /// [`PlacedLayout::payload_offset`] plus each chunk's offset in the payload, in any order and
+    /// from any thread): the bytes before the payload and the blocks after it, and, from the
+    /// CRC32 of the chunks' bytes, the file's CRC32 trailer. `index` is as for
+    /// [`EnvelopeParts::begin_chunked`] (each chunk's CRC-32C set, zero if encrypted) and the
+    /// parts' own `payload` is ignored.
+    ///
+    /// Prefix, chunks in index order, then [`PlacedLayout::trailer`] are byte for byte what
+    /// [`EnvelopeParts::begin_chunked`] writes (which is built on this) and
+    /// [`EnvelopeParts::to_bytes`] gives for the same parts with `Payload::Chunked`.
+    ///
+    /// # Errors
+    /// As [`EnvelopeParts::header`]; `Usage` if an encrypted file's index carries non-zero chunk
+    /// checksums.
+    ///
+    /// # Example
+    /// ```
+    /// use envelope_core::{ChunkIndex, Envelope, EnvelopeParts, Format};
+    ///
+    /// let chunks: [&[u8]; 2] = [b"rows 0-9", b"rows 10-14"];
+    /// let mut index = ChunkIndex::from_sizes([(8, 8, 10), (10, 10, 5)])?;
+    /// for (number, chunk) in chunks.iter().enumerate() {
+    ///     index.set_stored_crc32c(number, crc32c::crc32c(chunk))?;
+    /// }
+    /// let mut parts = EnvelopeParts::new(Format::Dataset, 0x0001);
+    /// parts.num_rows = 15;
+    /// let layout = parts.placed_layout(&index)?;
+    /// // The file as a positional writer fills it: the chunks first (here the second one before
+    /// // the first), each hashed where it is written, then the prefix and the trailer.
+    /// let start = layout.payload_offset() as usize;
+    /// let mut file = vec![0u8; start + 18];
+    /// let mut second = crc32fast::Hasher::new();
+    /// file[start + 8..].copy_from_slice(chunks[1]);
+    /// second.update(chunks[1]);
+    /// let mut payload = crc32fast::Hasher::new();
+    /// file[start..start + 8].copy_from_slice(chunks[0]);
+    /// payload.update(chunks[0]);
+    /// payload.combine(&second);
+    /// file[..start].copy_from_slice(layout.prefix());
+    /// file.extend_from_slice(&layout.trailer(&payload));
+    /// let envelope = Envelope::parse_lazy(&file[..], Format::Dataset)?;
+    /// assert_eq!(&*envelope.decode_chunk(1)?, b"rows 10-14");
+    /// # Ok::<(), envelope_core::Error>(())
+    /// ```
+    pub fn placed_layout(&self, index: &ChunkIndex) -> Result<PlacedLayout> {
+        if self.encryption.is_some() && index.entries().iter().any(|entry| entry.stored_crc32c != 0)
+        {
+            return Err(Error::InvalidArgument(
+                "an encrypted file's chunk checksums must be zero",
+            ));
+        }
+        let header =
+            self.header_for((index.payload_size(), index.uncompressed_size(), Some(index)))?;
+        let prefix = self.prefix(&header, Some(index))?;
+        let mut trailer = Vec::new();
+        self.write_blocks_after_payload(&mut trailer)?;
+        Ok(PlacedLayout {
+            prefix,
+            payload_size: index.payload_size(),
             trailer,
         })
     }
@@ -435,6 +483,11 @@ impl EnvelopeParts<'_> {
         let index = self.index_with_checksums();
         out.put(&self.prefix(&header, index.as_ref())?)?;
         out.put(self.payload.stored())?;
+        self.write_blocks_after_payload(out)
+    }
+
+    /// The signature and license frames, in file order, after the payload.
+    fn write_blocks_after_payload(&self, out: &mut impl Sink) -> Result<()> {
         if let Some(body) = &self.signature {
             write_frame(out, Section::Signature, body)?;
         }
@@ -461,6 +514,73 @@ impl EnvelopeParts<'_> {
             out.extend_from_slice(&checksum.to_le_bytes());
         }
         Ok(out)
+    }
+}
+
+/// Where the parts of a STREAMING file go when the caller places its chunks
+/// ([`EnvelopeParts::placed_layout`]): the prefix at offset 0, the chunks' stored bytes from
+/// [`PlacedLayout::payload_offset`] on, in index order, then [`PlacedLayout::trailer`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlacedLayout {
+    /// Header through encryption block (what `begin_chunked` writes first).
+    prefix: Vec<u8>,
+    /// The chunks' stored bytes in all.
+    payload_size: u64,
+    /// The signature and license frames, without the CRC32.
+    trailer: Vec<u8>,
+}
+
+impl PlacedLayout {
+    /// Every byte before the payload.
+    #[must_use]
+    pub fn prefix(&self) -> &[u8] {
+        &self.prefix
+    }
+
+    /// Where the first chunk starts: the prefix's length.
+    #[must_use]
+    pub fn payload_offset(&self) -> u64 {
+        self.prefix.len() as u64
+    }
+
+    /// The chunks' stored bytes in all (the index's `payload_size`).
+    #[must_use]
+    pub fn payload_size(&self) -> u64 {
+        self.payload_size
+    }
+
+    /// Where [`PlacedLayout::trailer`] goes: right after the payload.
+    #[must_use]
+    pub fn trailer_offset(&self) -> u64 {
+        self.payload_offset() + self.payload_size
+    }
+
+    /// The blocks after the payload (signature, license), without the CRC32.
+    #[must_use]
+    pub fn trailer_without_crc(&self) -> &[u8] {
+        &self.trailer
+    }
+
+    /// The file's CRC32 trailer, given `payload`: a CRC32 hasher fed the chunks' stored bytes in
+    /// file order (per piece hashers joined in order with [`crc32fast::Hasher::combine`] give the
+    /// same). The prefix and the blocks after the payload are hashed here.
+    #[must_use]
+    pub fn trailer_crc32(&self, payload: &crc32fast::Hasher) -> u32 {
+        let mut file = crc32fast::Hasher::new();
+        file.update(&self.prefix);
+        file.combine(payload);
+        file.update(&self.trailer);
+        file.finalize()
+    }
+
+    /// Everything after the payload: the blocks, then the CRC32 ([`PlacedLayout::trailer_crc32`]
+    /// of `payload`), little-endian.
+    #[must_use]
+    pub fn trailer(&self, payload: &crc32fast::Hasher) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.trailer.len() + CHECKSUM_LEN);
+        out.extend_from_slice(&self.trailer);
+        out.extend_from_slice(&self.trailer_crc32(payload).to_le_bytes());
+        out
     }
 }
 
@@ -624,5 +744,73 @@ impl<W: Write> ChunkedWriter<W> {
         self.out.inner.write_all(&checksum.to_le_bytes())?;
         self.out.inner.flush()?;
         Ok(self.out.inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// A file whose chunks are placed by the caller (written in any order, hashed per chunk
+        /// and the hashers combined) is byte for byte what `begin_chunked` and `to_bytes` write,
+        /// with and without the blocks after the payload.
+        #[test]
+        fn placed_chunks_give_the_chunked_writers_bytes(
+            chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 1..6),
+            metadata in proptest::collection::vec(any::<u8>(), 0..200),
+            signature in proptest::option::of(proptest::collection::vec(any::<u8>(), 0..100)),
+            license in proptest::option::of(proptest::collection::vec(any::<u8>(), 0..100)),
+            reversed in any::<bool>(),
+        ) {
+            let mut index = ChunkIndex::from_sizes(
+                chunks.iter().map(|chunk| (chunk.len() as u64, chunk.len() as u64, 1)),
+            ).unwrap();
+            for (number, chunk) in chunks.iter().enumerate() {
+                index.set_stored_crc32c(number, crate::castagnoli::crc32c(chunk)).unwrap();
+            }
+            let mut parts = EnvelopeParts::new(Format::Dataset, 1);
+            parts.num_rows = chunks.len() as u64;
+            parts.metadata = Cow::Owned(metadata);
+            parts.signature = signature.map(Cow::Owned);
+            parts.license = license.map(Cow::Owned);
+
+            let layout = parts.placed_layout(&index).unwrap();
+            let start = usize::try_from(layout.payload_offset()).unwrap();
+            let mut placed = vec![0u8; usize::try_from(layout.trailer_offset()).unwrap()];
+            let mut hashers = vec![crc32fast::Hasher::new(); chunks.len()];
+            let mut order: Vec<usize> = (0..chunks.len()).collect();
+            if reversed {
+                order.reverse();
+            }
+            for number in order {
+                let range = index.entries()[number].stored_range();
+                let at = start + usize::try_from(range.start).unwrap();
+                placed[at..at + chunks[number].len()].copy_from_slice(&chunks[number]);
+                hashers[number].update(&chunks[number]);
+            }
+            let mut payload = crc32fast::Hasher::new();
+            for hasher in &hashers {
+                payload.combine(hasher);
+            }
+            placed[..start].copy_from_slice(layout.prefix());
+            placed.extend_from_slice(&layout.trailer(&payload));
+
+            let mut writer = parts.begin_chunked(index.clone(), Vec::new()).unwrap();
+            for chunk in &chunks {
+                writer.write_chunk(chunk).unwrap();
+            }
+            let streamed = writer.finish().unwrap();
+            prop_assert!(placed == streamed);
+            parts.payload = Payload::Chunked {
+                index,
+                stored: Cow::Owned(chunks.concat()),
+            };
+            prop_assert!(placed == parts.to_bytes().unwrap());
+            prop_assert!(crate::Envelope::parse_lazy(&placed[..], Format::Dataset).is_ok());
+        }
     }
 }

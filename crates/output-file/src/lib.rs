@@ -39,7 +39,7 @@ mod early_sync;
 mod native;
 
 #[cfg(not(target_arch = "wasm32"))]
-pub use early_sync::{EarlySyncWriter, with_early_sync};
+pub use early_sync::{EarlySyncWriter, PositionalWriter, with_early_sync};
 
 #[cfg(not(target_arch = "wasm32"))]
 pub use native::*;

@@ -387,6 +387,19 @@ impl PendingFile {
         &mut self.out
     }
 
+    /// A writer of the file at chosen offsets, from several threads at once, with a flush to
+    /// disk requested every `every` bytes ([`crate::PositionalWriter`]); what the buffered writer
+    /// holds is flushed first. Offsets are from the start of the output; the file is committed
+    /// or discarded by this `PendingFile` as usual (drop the writer first: that ends its helper
+    /// thread).
+    ///
+    /// # Errors
+    /// I/O.
+    pub fn positional(&mut self, every: usize) -> io::Result<crate::PositionalWriter> {
+        io::Write::flush(&mut self.out)?;
+        crate::PositionalWriter::new(self.out.get_ref(), every)
+    }
+
     /// The destination being written.
     #[must_use]
     pub fn destination(&self) -> &Destination {

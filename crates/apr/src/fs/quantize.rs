@@ -17,12 +17,23 @@
 //!
 //! Every other tensor (kept, plugin types, hooks that inspect results, TRUENO_NATIVE padding)
 //! goes through [`QuantizationSession::quantize`] as before.
+//!
+//! When every tensor's output type follows from the metadata alone
+//! ([`QuantizationSession::plan_tensor`]), the output is planned before the first pass and the
+//! writer put in placed mode ([`TensorFileWriter::place`]): each thread writes the blocks of each
+//! batch into the output file at their final offset as soon as it made them, computing their
+//! CRC32 there too, and no tensor's blocks are held. The output's write-back then overlaps the
+//! quantizing, and `finish` has only the prefix and the trailer left to write. The blocks written
+//! before a CRC-32C mismatch is known go to the temporary file only, which the failure removes.
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+use output_file::PositionalWriter;
+
 use super::TensorFileWriter;
+use crate::card::{ModelMetadata, PayloadKind, TensorEntry};
 use crate::codec::AprFile;
 use crate::error::{Error, Result};
 use crate::model::QuantizationSession;
@@ -60,6 +71,7 @@ pub fn quantize_into(
 ) -> Result<()> {
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     let count = file.metadata().tensors.len();
+    plan_output(file, session, writer)?;
     for position in 0..count {
         if !quantize_fast(file, position, session, writer, threads)? {
             let tensor = file.tensor_at(position)?;
@@ -67,6 +79,61 @@ pub fn quantize_into(
         }
         progress(position + 1);
     }
+    Ok(())
+}
+
+/// Puts `writer` in placed mode when the output can be planned now: every tensor's output type
+/// follows from the metadata alone ([`QuantizationSession::plan_tensor`] on a copy of the session).
+/// The planned metadata is the one `finish` will get from `apr quantize` (the input's card, the
+/// session's records) but for the relative errors, which are encoded as wide as the real ones; an
+/// accuracy warning, or another card, makes the real metadata longer and `finish` copy the
+/// payload once.
+fn plan_output(
+    file: &AprFile<MappedFile>,
+    session: &QuantizationSession<'_>,
+    writer: &mut TensorFileWriter,
+) -> Result<()> {
+    let tensors = &file.metadata().tensors;
+    if tensors.is_empty() || file.metadata().payload != PayloadKind::Tensors {
+        return Ok(());
+    }
+    let mut planning = session.planning_copy();
+    let mut entries = Vec::with_capacity(tensors.len());
+    let mut sizes = Vec::with_capacity(tensors.len());
+    for entry in tensors {
+        let Ok(dtype) = DType::from_code(entry.dtype) else {
+            return Ok(());
+        };
+        let Some(next) = planning.plan_tensor(&entry.name, dtype, &entry.shape) else {
+            return Ok(());
+        };
+        let Some(size) =
+            crate::tensor::element_count(&entry.shape).and_then(|elements| next.byte_len(elements))
+        else {
+            return Ok(());
+        };
+        sizes.push(size);
+        entries.push(TensorEntry {
+            dtype: next.code(),
+            // A kept tensor keeps its entry; a block type has no plugin name.
+            quantizer: if next == dtype {
+                entry.quantizer.clone()
+            } else {
+                String::new()
+            },
+            ..entry.clone()
+        });
+    }
+    let Ok(info) = planning.finish() else {
+        return Ok(());
+    };
+    let planned = ModelMetadata {
+        model_card: file.metadata().model_card.clone(),
+        payload: PayloadKind::Tensors,
+        tensors: entries,
+        quantization: Some(info),
+    };
+    writer.place(&planned, &sizes)?;
     Ok(())
 }
 
@@ -107,15 +174,22 @@ fn quantize_fast(
     let fits = |bytes: &[u8]| dtype.byte_len(elements as u64) == Some(bytes.len() as u64);
     let threads = if elements < PARALLEL_MIN { 1 } else { threads };
     let pages = Pages(Some(file.envelope().storage()));
+    let placed = writer.next_placed_chunk();
     // Stored as is and not verified yet: checked in the quantizing pass, its result used only if
-    // the CRC-32C holds.
-    let checked = file
+    // the CRC-32C holds (in placed mode its blocks are in the temporary file, overwritten by a
+    // second pass or removed with it).
+    let checked = match file
         .unverified_stored_chunk(position)
         .filter(|(stored, _)| fits(stored))
-        .and_then(|(stored, expected)| {
-            let pass = run_pass(quant, dtype, stored, elements, true, &pages, threads);
+    {
+        Some((stored, expected)) => {
+            let pass = run_pass(
+                quant, dtype, stored, elements, true, &pages, threads, placed,
+            )?;
             (pass.crc == expected).then_some(pass)
-        });
+        }
+        None => None,
+    };
     let pass = match checked {
         Some(pass) => pass,
         None => {
@@ -125,7 +199,9 @@ fn quantize_fast(
             if !fits(&chunk) {
                 return Ok(false);
             }
-            run_pass(quant, dtype, &chunk, elements, false, &pages, threads)
+            run_pass(
+                quant, dtype, &chunk, elements, false, &pages, threads, placed,
+            )?
         }
     };
     let error = match pass.outcome {
@@ -142,14 +218,23 @@ fn quantize_fast(
             return Err(Error::corrupt(&entry.name, crate::quant::SCALE_OVERFLOW));
         }
     };
-    let tensor = Tensor::new(
-        entry.name.clone(),
-        DType::Quantized(quant),
-        entry.shape.clone(),
-        pass.blocks,
-    )?;
     session.record_block(&entry.name, dtype, elements as u64, quant, error);
-    writer.push_owned_with_crc32c(tensor, pass.blocks_crc)?;
+    if writer.next_placed_chunk().is_some() {
+        writer.push_placed(
+            &entry.name,
+            (DType::Quantized(quant), &entry.shape),
+            pass.blocks_len,
+            (pass.blocks_crc, &pass.blocks_crc32),
+        )?;
+    } else {
+        let tensor = Tensor::new(
+            entry.name.clone(),
+            DType::Quantized(quant),
+            entry.shape.clone(),
+            pass.blocks,
+        )?;
+        writer.push_owned_with_crc32c(tensor, pass.blocks_crc)?;
+    }
     Ok(true)
 }
 
@@ -217,10 +302,15 @@ fn load_values(dtype: DType, bytes: &[u8], start: usize, dst: &mut [f32]) {
 
 /// The result of a [`Pass`].
 struct Done {
-    /// The quantized blocks (meaningful for [`Outcome::Measured`] and [`Outcome::Overflow`]).
+    /// The quantized blocks (meaningful for [`Outcome::Measured`] and [`Outcome::Overflow`]);
+    /// empty when the pass wrote them to the output.
     blocks: Vec<u8>,
+    /// Their length.
+    blocks_len: u64,
     /// Their CRC-32C (for [`Outcome::Measured`]).
     blocks_crc: u32,
+    /// Their CRC32 (IEEE), when the pass wrote them to the output.
+    blocks_crc32: crc32fast::Hasher,
     outcome: Outcome,
     /// The CRC-32C of the bytes read (0 when the pass did not check).
     crc: u32,
@@ -234,6 +324,8 @@ struct BatchResult {
     blocks_crc: u32,
     /// Its blocks' length.
     blocks_len: usize,
+    /// The CRC32 (IEEE) of its blocks, when they were written to the output.
+    blocks_crc32: Option<crc32fast::Hasher>,
     /// Each window's sums, in order.
     windows: Vec<WindowSums>,
 }
@@ -246,23 +338,47 @@ struct Pass<'s, 'o> {
     elements: usize,
     /// Whether each batch's CRC-32C is computed.
     check: bool,
+    /// Output bytes per block.
+    block_bytes: usize,
     /// Output bytes per window.
     window_bytes: usize,
     /// The CPU's vector extensions, detected once.
     arch: pulp::Arch,
-    /// Each batch's output, taken by the thread that claims the batch.
-    slots: Vec<Mutex<Option<&'o mut [u8]>>>,
+    /// Where each batch's blocks go.
+    output: Output<'o>,
+    /// Output bytes of a whole batch.
+    batch_bytes: usize,
     /// What each batch found.
     results: Vec<OnceLock<Option<BatchResult>>>,
     /// The first batch nobody has claimed.
     next: AtomicUsize,
-    /// Set when a value that is not finite was found: the threads stop claiming.
-    non_finite: AtomicBool,
+    /// Set when a value that is not finite was found or a write failed: the threads stop
+    /// claiming.
+    stop: AtomicBool,
+    /// The first write that failed.
+    write_error: Mutex<Option<std::io::Error>>,
     pages: &'s Pages<'s>,
 }
 
+/// Where a [`Pass`] puts the blocks.
+enum Output<'o> {
+    /// Each batch's slot of one buffer for the tensor, taken by the thread that claims the batch.
+    Held(Vec<Mutex<Option<&'o mut [u8]>>>),
+    /// The output file, the tensor's blocks starting at `at`: each thread quantizes a batch into
+    /// its own buffer and writes it there.
+    Placed { out: &'o PositionalWriter, at: u64 },
+}
+
 /// Checks (if `check`), quantizes and measures the `elements` values of a `dtype` tensor stored
-/// in `bytes` (its length checked by the caller) to `quant` blocks on `threads` threads.
+/// in `bytes` (its length checked by the caller) to `quant` blocks on `threads` threads. The blocks
+/// are returned, or with `placed` written to the output at the offset given.
+///
+/// # Errors
+/// `Io` if a write to the output fails.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one pass's inputs; each caller names them all"
+)]
 fn run_pass(
     quant: QuantType,
     dtype: DType,
@@ -271,47 +387,70 @@ fn run_pass(
     check: bool,
     pages: &Pages<'_>,
     threads: usize,
-) -> Done {
+    placed: Option<(&PositionalWriter, u64)>,
+) -> Result<Done> {
     // At least 1: `chunks_mut` refuses 0, and the kernels refuse a type that is not a block type.
     let block_bytes = kernels::block_bytes(quant).unwrap_or(0).max(1);
-    let mut blocks = vec![0u8; elements / BLOCK_LEN * block_bytes];
+    let blocks_len = elements / BLOCK_LEN * block_bytes;
+    let batch_bytes = BATCH_VALUES / BLOCK_LEN * block_bytes;
+    let mut blocks = if placed.is_some() {
+        Vec::new()
+    } else {
+        vec![0u8; blocks_len]
+    };
     // Before the first write: a page fault per 2 MiB rather than per 4 KiB as the threads fill
     // it, and a quick release when the file is written.
     mapped_file::advise_huge_pages(&mut blocks);
-    let (outcome, crc, blocks_crc) = {
-        let pass = Pass {
-            quant,
-            dtype,
-            bytes,
-            elements,
-            check,
-            window_bytes: ERROR_WINDOW / BLOCK_LEN * block_bytes,
-            arch: pulp::Arch::new(),
-            slots: blocks
-                .chunks_mut(BATCH_VALUES / BLOCK_LEN * block_bytes)
-                .map(|slot| Mutex::new(Some(slot)))
-                .collect(),
-            results: (0..elements.div_ceil(BATCH_VALUES))
-                .map(|_| OnceLock::new())
-                .collect(),
-            next: AtomicUsize::new(0),
-            non_finite: AtomicBool::new(false),
-            pages,
-        };
-        std::thread::scope(|scope| {
-            for _ in 1..threads {
-                scope.spawn(|| pass.work());
-            }
-            pass.work();
-        });
-        pass.combine()
+    let pass = Pass {
+        quant,
+        dtype,
+        bytes,
+        elements,
+        check,
+        block_bytes,
+        window_bytes: ERROR_WINDOW / BLOCK_LEN * block_bytes,
+        arch: pulp::Arch::new(),
+        output: match placed {
+            Some((out, at)) => Output::Placed { out, at },
+            None => Output::Held(
+                blocks
+                    .chunks_mut(batch_bytes)
+                    .map(|slot| Mutex::new(Some(slot)))
+                    .collect(),
+            ),
+        },
+        batch_bytes,
+        results: (0..elements.div_ceil(BATCH_VALUES))
+            .map(|_| OnceLock::new())
+            .collect(),
+        next: AtomicUsize::new(0),
+        stop: AtomicBool::new(false),
+        write_error: Mutex::new(None),
+        pages,
     };
-    Done {
+    std::thread::scope(|scope| {
+        for _ in 1..threads {
+            scope.spawn(|| pass.work());
+        }
+        pass.work();
+    });
+    let done = pass.combine();
+    let write_error = pass
+        .write_error
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(error) = write_error {
+        return Err(error.into());
+    }
+    let (outcome, crc, blocks_crc, blocks_crc32) = done;
+    Ok(Done {
         blocks,
+        blocks_len: blocks_len as u64,
         blocks_crc,
+        blocks_crc32,
         outcome,
         crc,
-    }
+    })
 }
 
 impl Pass<'_, '_> {
@@ -331,21 +470,47 @@ impl Pass<'_, '_> {
     fn work(&self) {
         let mut values = vec![0.0f32; ERROR_WINDOW];
         let mut scratch = vec![0.0f32; ERROR_WINDOW];
-        while !self.non_finite.load(Ordering::Relaxed) {
+        // The thread's batch buffer in placed mode: stays in cache from batch to batch.
+        let mut own = Vec::new();
+        while !self.stop.load(Ordering::Relaxed) {
             let batch = self.next.fetch_add(1, Ordering::Relaxed);
             let Some(result) = self.results.get(batch) else {
                 return;
             };
-            let Some(dst) = self.slots[batch]
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .take()
-            else {
-                return;
+            let dst: &mut [u8] = match &self.output {
+                Output::Held(slots) => {
+                    let Some(dst) = slots[batch]
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .take()
+                    else {
+                        return;
+                    };
+                    dst
+                }
+                Output::Placed { .. } => {
+                    own.resize(self.batch_bytes, 0);
+                    &mut own[..self.span(batch).len() / BLOCK_LEN * self.block_bytes]
+                }
             };
-            let found = self.batch(batch, dst, &mut values, &mut scratch);
-            if found.is_none() {
-                self.non_finite.store(true, Ordering::Relaxed);
+            let mut found = self.batch(batch, dst, &mut values, &mut scratch);
+            match (&mut found, &self.output) {
+                (None, _) => self.stop.store(true, Ordering::Relaxed),
+                (Some(found), Output::Placed { out, at }) => {
+                    // Hashed while in cache, then written from the same buffer.
+                    let mut crc32 = crc32fast::Hasher::new();
+                    crc32.update(dst);
+                    found.blocks_crc32 = Some(crc32);
+                    let offset = at + (batch * self.batch_bytes) as u64;
+                    if let Err(error) = out.write_all_at(dst, offset) {
+                        self.write_error
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .get_or_insert(error);
+                        self.stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                (Some(_), Output::Held(_)) => {}
             }
             let _ = result.set(found);
         }
@@ -382,6 +547,7 @@ impl Pass<'_, '_> {
             input_crc: crc,
             blocks_crc: crc32c::crc32c(dst),
             blocks_len: dst.len(),
+            blocks_crc32: None,
             windows: sums,
         })
     }
@@ -409,16 +575,20 @@ impl Pass<'_, '_> {
 
     /// The tensor's outcome and the bytes' CRC-32C, from the batches' results in order: a value
     /// that is not finite anywhere wins over a scale overflow anywhere.
-    fn combine(&self) -> (Outcome, u32, u32) {
+    fn combine(&self) -> (Outcome, u32, u32, crc32fast::Hasher) {
         let mut sums = ErrorSums::default();
         let (mut input_crc, mut blocks_crc) = (0u32, 0u32);
+        let mut blocks_crc32 = crc32fast::Hasher::new();
         for (batch, result) in self.results.iter().enumerate() {
             let Some(Some(result)) = result.get() else {
-                return (Outcome::NonFinite, input_crc, blocks_crc);
+                return (Outcome::NonFinite, input_crc, blocks_crc, blocks_crc32);
             };
             let input_len = self.stored(self.span(batch)).len();
-            input_crc = crc32c::crc32c_combine(input_crc, result.input_crc, input_len);
-            blocks_crc = crc32c::crc32c_combine(blocks_crc, result.blocks_crc, result.blocks_len);
+            input_crc = crc32c_combine(input_crc, result.input_crc, input_len as u64);
+            blocks_crc = crc32c_combine(blocks_crc, result.blocks_crc, result.blocks_len as u64);
+            if let Some(crc32) = &result.blocks_crc32 {
+                blocks_crc32.combine(crc32);
+            }
             for &window in &result.windows {
                 sums.add_window(window);
             }
@@ -428,8 +598,55 @@ impl Pass<'_, '_> {
         } else {
             Outcome::Measured(sums)
         };
-        (outcome, input_crc, blocks_crc)
+        (outcome, input_crc, blocks_crc, blocks_crc32)
     }
+}
+
+/// The CRC-32C polynomial, reflected (bit 31 is the coefficient of x^0).
+const CASTAGNOLI: u32 = 0x82F6_3B78;
+
+/// `crc32c::crc32c_combine`: the CRC-32C of `a ‖ b` from `a`'s, `b`'s and `b`'s length, as
+/// zlib's `crc32_combine` computes it, `a`'s CRC times x^(8·len) modulo the polynomial. The
+/// crate's version squares 32×32 bit matrices for each call (microseconds; it was 2 % of a
+/// quantizing run's cycles, serial at the end of each tensor); this is a few hundred word
+/// operations.
+fn crc32c_combine(a: u32, b: u32, len: u64) -> u32 {
+    multiply_mod_castagnoli(x_to_the_8n(len), a) ^ b
+}
+
+/// `a · b` modulo the CRC-32C polynomial, both in the reflected representation.
+fn multiply_mod_castagnoli(a: u32, mut b: u32) -> u32 {
+    let mut product = 0;
+    for bit in (0..32).rev() {
+        if a & (1 << bit) != 0 {
+            product ^= b;
+        }
+        // b · x
+        b = if b & 1 != 0 {
+            (b >> 1) ^ CASTAGNOLI
+        } else {
+            b >> 1
+        };
+    }
+    product
+}
+
+/// x^(8·n) modulo the CRC-32C polynomial, reflected: square and multiply over the bits of 8·n.
+fn x_to_the_8n(n: u64) -> u32 {
+    // x^1, then x^2, x^4, ... as the bits are walked.
+    let mut power = 1u32 << 30;
+    // x^0
+    let mut result = 1u32 << 31;
+    // The bits of 8·n (n < 2^61 for any length in memory).
+    let mut exponent = u128::from(n) * 8;
+    while exponent != 0 {
+        if exponent & 1 != 0 {
+            result = multiply_mod_castagnoli(result, power);
+        }
+        power = multiply_mod_castagnoli(power, power);
+        exponent >>= 1;
+    }
+    result
 }
 
 /// The windows of one batch, quantized and measured by kernels inlined into
@@ -559,6 +776,17 @@ mod tests {
     }
 
     fn streamed(input: &Path, output: &Path, hooks: &dyn QuantizationHooks) -> Result<()> {
+        streamed_with_card(input, output, hooks, None).map(drop)
+    }
+
+    /// `apr quantize` as the command runs it, saying how the output was written; `card` replaces
+    /// the input's card in the output.
+    fn streamed_with_card(
+        input: &Path,
+        output: &Path,
+        hooks: &dyn QuantizationHooks,
+        card: Option<&ModelCard>,
+    ) -> Result<super::super::Written> {
         let file = super::super::open(input)?;
         let registry = QuantizerRegistry::default();
         let mut session = QuantizationSession::new(hooks, &registry);
@@ -570,11 +798,20 @@ mod tests {
         let mut seen = 0;
         quantize_into(&file, &mut session, &mut writer, |done| seen = done)?;
         assert_eq!(seen, file.metadata().tensors.len());
-        writer.finish(
+        writer.finish_telling(
             ModelType::NeuralCustom,
-            &ModelCard::default(),
+            card.unwrap_or(&file.metadata().model_card),
             Some(session.finish()?),
         )
+    }
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
     }
 
     #[test]
@@ -597,10 +834,11 @@ mod tests {
         .map(|quant_type| Box::new(UniformQuantization { quant_type }) as _)
         .collect();
         hooks.push(Box::new(mixed));
+        let mut ways = Vec::new();
         for hooks in &hooks {
             let (old, new) = (dir.path().join("old.apr"), dir.path().join("new.apr"));
             reference(&input, &old, hooks.as_ref()).unwrap();
-            streamed(&input, &new, hooks.as_ref()).unwrap();
+            ways.push(streamed_with_card(&input, &new, hooks.as_ref(), None).unwrap());
             let (old, new) = (std::fs::read(old).unwrap(), std::fs::read(new).unwrap());
             assert!(old == new, "the streamed output differs");
             // The outliers did make a warning, which the comparison covered.
@@ -611,6 +849,83 @@ mod tests {
                 .clone()
                 .unwrap();
             assert_eq!(info.tensors.len(), 8);
+        }
+        // The blocks are placed as planned (kept tensors included), but Q4_0's outlier warning
+        // lengthens the metadata, so the payload is copied after it; Q8_TENSOR is not planned.
+        use super::super::Written;
+        assert_eq!(
+            ways,
+            [
+                Written::InPlace,
+                Written::Copied,
+                Written::InPlace,
+                Written::Streamed,
+                Written::InPlace
+            ]
+        );
+        assert_eq!(entries(dir.path()), ["in.apr", "new.apr", "old.apr"]);
+    }
+
+    /// A model without warnings is written in place, and as the session path writes it; a card
+    /// other than the input's (another metadata length) makes the payload be copied, to the same
+    /// bytes. No temporary file is left either way.
+    #[test]
+    fn placed_output_is_the_session_output_in_place_or_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.apr");
+        let mut noise = Noise(5);
+        let mut values = |n: usize| -> Vec<f32> { (0..n).map(|_| noise.normal() * 0.02).collect() };
+        let big = values(PARALLEL_MIN * 2 + 3 * BLOCK_LEN);
+        let model = TensorModel::new(vec![
+            Tensor::from_f32("blk.0.attn_norm.weight", vec![64], &values(64)).unwrap(),
+            Tensor::from_f32(
+                "blk.0.ffn_up.weight",
+                vec![(big.len() / 32) as u64, 32],
+                &big,
+            )
+            .unwrap(),
+            f16_tensor("blk.0.attn_q.weight", vec![96, 64], &values(96 * 64)),
+            Tensor::from_f32("blk.0.odd.weight", vec![8, 40], &values(8 * 40)).unwrap(),
+        ])
+        .unwrap();
+        save(&input, &model);
+        let other = ModelCard {
+            name: "a card the input does not have".to_owned(),
+            ..ModelCard::default()
+        };
+        for quant_type in [QuantType::Q8_0, QuantType::Q4_0, QuantType::Q4_1] {
+            let hooks = UniformQuantization { quant_type };
+            let old = dir.path().join("old.apr");
+            reference(&input, &old, &hooks).unwrap();
+            let new = dir.path().join("new.apr");
+            let written = streamed_with_card(&input, &new, &hooks, None).unwrap();
+            assert_eq!(written, super::super::Written::InPlace, "{quant_type:?}");
+            assert!(std::fs::read(&old).unwrap() == std::fs::read(&new).unwrap());
+
+            let written = streamed_with_card(&input, &new, &hooks, Some(&other)).unwrap();
+            assert_eq!(written, super::super::Written::Copied, "{quant_type:?}");
+            let file = super::super::open(&input).unwrap();
+            let registry = QuantizerRegistry::default();
+            let mut session = QuantizationSession::new(&hooks, &registry);
+            let mut writer = TensorFileWriter::new(&old, envelope_core::Compression::None).unwrap();
+            for position in 0..file.metadata().tensors.len() {
+                writer
+                    .push(
+                        &session
+                            .quantize(&file.tensor_at(position).unwrap())
+                            .unwrap(),
+                    )
+                    .unwrap();
+            }
+            writer
+                .finish(
+                    ModelType::NeuralCustom,
+                    &other,
+                    Some(session.finish().unwrap()),
+                )
+                .unwrap();
+            assert!(std::fs::read(&old).unwrap() == std::fs::read(&new).unwrap());
+            assert_eq!(entries(dir.path()), ["in.apr", "new.apr", "old.apr"]);
         }
     }
 
@@ -682,6 +997,30 @@ mod tests {
             assert_eq!(new_error.signal(), old_error.signal());
             assert_eq!(new_error.to_string(), old_error.to_string());
             assert!(!new.exists());
+            // Nor the temporary file the placed blocks went to.
+            assert_eq!(entries(dir.path()), ["in.apr"]);
+        }
+    }
+
+    proptest! {
+        /// The combine is the crate's, and gives the CRC-32C of the concatenation.
+        #[test]
+        fn crc32c_combine_is_the_crates(
+            a in proptest::collection::vec(any::<u8>(), 0..300),
+            b in proptest::collection::vec(any::<u8>(), 0..300),
+            crc1 in any::<u32>(),
+            crc2 in any::<u32>(),
+            len in 0u64..(1 << 40),
+        ) {
+            let joined = [a.as_slice(), b.as_slice()].concat();
+            prop_assert_eq!(
+                crc32c_combine(crc32c::crc32c(&a), crc32c::crc32c(&b), b.len() as u64),
+                crc32c::crc32c(&joined)
+            );
+            prop_assert_eq!(
+                crc32c_combine(crc1, crc2, len),
+                crc32c::crc32c_combine(crc1, crc2, usize::try_from(len).unwrap())
+            );
         }
     }
 
@@ -729,7 +1068,7 @@ mod tests {
             };
             let pages = Pages(None);
             for threads in [1, 2, 3] {
-                let done = run_pass(quant, dtype, tensor.data(), n, true, &pages, threads);
+                let done = run_pass(quant, dtype, tensor.data(), n, true, &pages, threads, None).unwrap();
                 prop_assert!(outcome == Outcome::NonFinite || done.blocks == expected);
                 prop_assert_eq!(done.outcome, outcome);
                 if outcome != Outcome::NonFinite {

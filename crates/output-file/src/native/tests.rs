@@ -375,3 +375,30 @@ fn an_uncommitted_pending_file_leaves_nothing() {
     assert_eq!(fs::read(&path).unwrap(), b"old");
     assert_eq!(entries(dir.path()), ["out.fold"]);
 }
+
+/// Buffered bytes are flushed before the positional writer takes over; the committed file holds
+/// both, and an uncommitted one leaves nothing behind.
+#[test]
+fn a_pending_file_is_written_at_offsets_then_committed_or_discarded() {
+    let (dir, path) = temp_path("out.apr");
+    fs::write(&path, b"old").unwrap();
+    let mut pending = PendingFile::create(&path).unwrap();
+    pending.write_all(b"HEAD").unwrap();
+    let positional = pending.positional(1 << 20).unwrap();
+    positional.write_all_at(b"tail", 8).unwrap();
+    positional.write_all_at(b"body", 4).unwrap();
+    drop(positional);
+    pending.commit().unwrap();
+    assert_eq!(fs::read(&path).unwrap(), b"HEADbodytail");
+    assert_eq!(entries(dir.path()), ["out.apr"]);
+
+    let mut pending = PendingFile::create(&path).unwrap();
+    pending
+        .positional(1 << 20)
+        .unwrap()
+        .write_all_at(b"new", 0)
+        .unwrap();
+    drop(pending);
+    assert_eq!(fs::read(&path).unwrap(), b"HEADbodytail");
+    assert_eq!(entries(dir.path()), ["out.apr"]);
+}
