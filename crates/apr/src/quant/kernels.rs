@@ -221,15 +221,22 @@ fn q4_0_block(
     block: &[f32; BLOCK_LEN],
     dst: &mut [u8; Q4_0_BLOCK_BYTES],
 ) -> Result<(), KernelError> {
-    let amax_bits = max_abs_bits(block);
+    // The first value of largest magnitude, with its sign (ggml: `if (amax < fabsf(v))`). It is
+    // the block's maximum or its minimum, whichever is larger in magnitude (one vectorized pass
+    // for both); only a block holding both `a` and `-a` at the largest magnitude asks which came
+    // first. In a block of zeros ggml never takes a value: `max` keeps its initial +0, whatever
+    // the zeros' signs, so `d` is -0 (gguf.quants takes the first zero's sign instead).
+    let (lo, hi) = key_range(block);
+    let (lo_abs, hi_abs) = (lo.to_bits() & ABS_MASK, hi.to_bits() & ABS_MASK);
+    // A NaN or an infinity is the maximum or the minimum key (NaNs sort beyond the infinities).
+    let amax_bits = lo_abs.max(hi_abs);
     if amax_bits >= INF_BITS {
         return Err(KernelError::NonFinite);
     }
-    // The first value of largest magnitude, with its sign (ggml: `if (amax < fabsf(v))`).
-    // In a block of zeros ggml never takes a value: `max` keeps its initial +0, whatever the
-    // zeros' signs, so `d` is -0 (gguf.quants takes the first zero's sign instead).
     let max = if amax_bits == 0 {
         0.0
+    } else if hi_abs != lo_abs {
+        if hi_abs > lo_abs { hi } else { lo }
     } else {
         block
             .iter()
@@ -290,17 +297,10 @@ pub fn dequantize_q4_0(blocks: &[u8], out: &mut [f32]) -> Result<(), KernelError
     )
 }
 
-/// The block's minimum and maximum as ggml finds them (first wins among equal values, which only
-/// matters for zeros of different signs). With a NaN or an infinity in the block, one of the two is
-/// not finite.
+/// The block's smallest and largest value in the order of [`key`] (-0 just below +0; a NaN
+/// beyond the infinity of its sign), in one pass of eight lanes.
 #[inline(always)]
-fn min_max(block: &[f32; BLOCK_LEN]) -> (f32, f32) {
-    // Ordered keys: a signed integer that sorts like the float, with -0 just below +0.
-    #[inline(always)]
-    fn key(v: f32) -> i32 {
-        let bits = v.to_bits().cast_signed();
-        bits ^ ((bits >> 31).cast_unsigned() >> 1).cast_signed()
-    }
+fn key_range(block: &[f32; BLOCK_LEN]) -> (f32, f32) {
     // Eight lanes, then the lanes: a reduction in the shape of the vector registers.
     let mut lo = [i32::MAX; 8];
     let mut hi = [i32::MIN; 8];
@@ -313,11 +313,28 @@ fn min_max(block: &[f32; BLOCK_LEN]) -> (f32, f32) {
     }
     let lo = lo.into_iter().fold(i32::MAX, i32::min);
     let hi = hi.into_iter().fold(i32::MIN, i32::max);
-    #[inline(always)]
-    fn unkey(k: i32) -> f32 {
-        f32::from_bits((k ^ ((k >> 31).cast_unsigned() >> 1).cast_signed()).cast_unsigned())
-    }
-    let (mut min, mut max) = (unkey(lo), unkey(hi));
+    (unkey(lo), unkey(hi))
+}
+
+/// An ordered key: a signed integer that sorts like the float, with -0 just below +0.
+#[inline(always)]
+fn key(v: f32) -> i32 {
+    let bits = v.to_bits().cast_signed();
+    bits ^ ((bits >> 31).cast_unsigned() >> 1).cast_signed()
+}
+
+/// The float of a [`key`].
+#[inline(always)]
+fn unkey(k: i32) -> f32 {
+    f32::from_bits((k ^ ((k >> 31).cast_unsigned() >> 1).cast_signed()).cast_unsigned())
+}
+
+/// The block's minimum and maximum as ggml finds them (first wins among equal values, which only
+/// matters for zeros of different signs). With a NaN or an infinity in the block, one of the two is
+/// not finite.
+#[inline(always)]
+fn min_max(block: &[f32; BLOCK_LEN]) -> (f32, f32) {
+    let (mut min, mut max) = key_range(block);
     if min == 0.0 {
         min = block.iter().copied().find(|&v| v == 0.0).unwrap_or(min);
     }
