@@ -124,6 +124,7 @@ impl Scratch {
             .env("ALIMENTAR_PASSWORD", PASSWORD)
             .env("APR_PASSWORD", PASSWORD)
             .env("FOLD_PASSWORD", PASSWORD)
+            .env("LINEAGE_PASSWORD", PASSWORD)
             .env_remove("CARGO_TARGET_DIR");
     }
 }

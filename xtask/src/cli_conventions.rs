@@ -143,6 +143,21 @@ fn writers() -> Vec<(&'static str, Vec<&'static str>)> {
                 "OUT",
             ],
         ),
+        (
+            "lineage",
+            vec![
+                "snapshot",
+                "dataset",
+                "--tenant",
+                "t",
+                "--version",
+                "v",
+                "--certificate",
+                "OUT",
+                "--key",
+                "k.key",
+            ],
+        ),
     ]
 }
 

@@ -14,12 +14,16 @@ use cli_support::run::GlobalArgs;
 use cli_support::say;
 use cli_support::terminal::Safe;
 use lineage::fs::{BuildOutcome, HashOptions, SymlinkPolicy, hash_tree, walk};
+use lineage::plan::AccessPlan;
 use lineage::trace::{RunOutcome, run_trace};
 use lineage::{
-    AccessPlanInputs, DatasetDigest, Digest, Snapshot, SnapshotInputs, SplitDefs, TransformChain,
+    AccessPlanInputs, DatasetDigest, Digest, SnapshotInputs, SplitDefs, TransformChain,
     build_snapshot, data_access_plan_hash,
 };
 use serde_json::json;
+
+mod plan;
+mod records;
 
 /// Dataset lineage (UML_OS.Data.Lineage_v1): content-addressed snapshot IDs.
 ///
@@ -39,16 +43,27 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Hash DIR and print every commitment: dataset_root_hash, split_hashes,
-    /// transform_chain_hash, dataset_snapshot_id, lineage_root_hash, and the metrics.
+    /// Hash DIR and print the lineage report: every commitment (dataset_root_hash,
+    /// split_hashes, transform_chain_hash, dataset_snapshot_id, lineage_root_hash), the run's
+    /// access plan (data_access_plan_hash and its inputs) and replay token, and the metrics.
+    /// With --certificate, also write the signed execution certificate binding them.
     Snapshot {
         #[command(flatten)]
         snap: SnapshotArgs,
+        #[command(flatten)]
+        cert: plan::CertificateArgs,
     },
-    /// Print which split each file (sample) of DIR goes to, in canonical path order.
+    /// Print which split each sample of DIR goes to, in canonical order: files in path order,
+    /// records in storage order within each file. A record-oriented file (.csv, .jsonl,
+    /// .ndjson, .parquet, .ald) holds one sample per record (text: "split<TAB>path<TAB>record"),
+    /// any other file is one sample ("split<TAB>path"); --samples files makes every file one.
     Split {
         /// Dataset root directory.
         dir: PathBuf,
+        /// What a sample is: `records` (004 §II.F: records of record-oriented files, other
+        /// files whole) or `files` (every file one sample).
+        #[arg(long, value_enum, default_value_t = SampleUnit::Records)]
+        samples: SampleUnit,
         /// JSON array of split entries: [{"split_name": "train", "split_fraction": 0.8,
         /// "split_seed": 7}, ...] (seed optional, but shared by all entries if present).
         #[arg(long)]
@@ -73,6 +88,10 @@ enum Command {
         #[arg(long)]
         sampler_config_hash: String,
     },
+    /// Check an execution certificate: its form, its Ed25519 signature under a trusted key,
+    /// and optionally the hashes it binds. Exit 1 (CERTIFICATE_INVALID or
+    /// SNAPSHOT_HASH_MISMATCH) unless all hold.
+    VerifyCertificate(plan::VerifyCertificateArgs),
     /// Recompute the snapshot ID of DIR and exit 1 (SNAPSHOT_HASH_MISMATCH) unless it equals
     /// --expect. Takes the same inputs as `snapshot`.
     Verify {
@@ -82,6 +101,15 @@ enum Command {
         #[arg(long)]
         expect: String,
     },
+}
+
+/// What `lineage split` takes as a sample.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum SampleUnit {
+    /// The records of record-oriented files; other files whole.
+    Records,
+    /// Every file whole.
+    Files,
 }
 
 #[derive(Args, Debug)]
@@ -126,9 +154,13 @@ struct SnapshotArgs {
     /// Replace an existing --trace file.
     #[command(flatten)]
     force: Force,
-    /// run_id for the replay token in trace records.
+    /// run_id: the replay token (trace records, the plan's default kernel_replay_token) and
+    /// the certificate name the run by it.
     #[arg(long, default_value = "lineage-cli")]
     run_id: String,
+    /// How the run reads the snapshot (its data_access_plan_hash).
+    #[command(flatten)]
+    plan: plan::PlanArgs,
 }
 
 /// Exit status when a build stopped on `--stop-after`.
@@ -153,7 +185,7 @@ fn main() -> ExitCode {
     })
 }
 
-fn read_text(path: &Path) -> Result<String> {
+pub(crate) fn read_text(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
 }
 
@@ -204,22 +236,37 @@ fn hash_dir(a: &SnapshotArgs, file_hashes: &mut Vec<Digest>) -> Result<Option<Da
     })
 }
 
-fn snapshot(a: &SnapshotArgs) -> Result<Option<Snapshot>> {
-    // An existing trace file without --force is refused before any byte is hashed.
+/// Takes the snapshot of `a.dir`, writes its trace (`--trace`) and, with `cert`, its signed
+/// execution certificate. `None` when stopped by --stop-after.
+fn snapshot(a: &SnapshotArgs, cert: Option<&plan::CertificateArgs>) -> Result<Option<plan::Run>> {
+    // Existing output files without --force, and a key file that does not open, are refused
+    // before any byte is hashed.
     let trace = a
         .trace
         .as_deref()
         .map(|path| output::destination(path, a.force, Access::Shared, Content::Binary))
         .transpose()?;
+    let certificate = cert
+        .and_then(|c| c.certificate.as_deref())
+        .map(|path| output::destination(path, a.force, Access::Shared, Content::Binary))
+        .transpose()?;
+    let key = cert
+        .map(plan::CertificateArgs::signing_key)
+        .transpose()?
+        .flatten();
     let mut file_hashes = Vec::new();
     let result = snapshot_inner(a, &mut file_hashes);
     if let Some(trace) = trace {
         write_trace(trace, a, &result, &file_hashes)?;
     }
-    result
+    let run = result?;
+    if let (Some(run), Some(destination), Some(key)) = (&run, certificate, key) {
+        plan::write_certificate(destination, run, &a.tenant, &a.run_id, &key)?;
+    }
+    Ok(run)
 }
 
-fn snapshot_inner(a: &SnapshotArgs, file_hashes: &mut Vec<Digest>) -> Result<Option<Snapshot>> {
+fn snapshot_inner(a: &SnapshotArgs, file_hashes: &mut Vec<Digest>) -> Result<Option<plan::Run>> {
     // 004 §6: validate the inputs before hashing any byte.
     let splits = load_splits(a.splits.as_deref())?;
     let transforms = match &a.transforms {
@@ -227,10 +274,17 @@ fn snapshot_inner(a: &SnapshotArgs, file_hashes: &mut Vec<Digest>) -> Result<Opt
         None => TransformChain::default(),
     };
     let inputs = SnapshotInputs::new(&a.tenant, &a.version, splits, transforms)?;
+    let (sampler, overrides) = a.plan.resolve()?;
     let Some(data) = hash_dir(a, file_hashes)? else {
         return Ok(None);
     };
-    Ok(Some(build_snapshot(&inputs, &data)?))
+    let snapshot = build_snapshot(&inputs, &data)?;
+    let plan = AccessPlan::new(&snapshot, &a.tenant, &a.run_id, &sampler, overrides);
+    Ok(Some(plan::Run {
+        snapshot,
+        plan,
+        replay_token: lineage::trace::replay_token(&a.tenant, &a.run_id),
+    }))
 }
 
 /// Writes the run's trace (`lineage::trace::run_trace`). A run stopped by --stop-after writes
@@ -238,11 +292,14 @@ fn snapshot_inner(a: &SnapshotArgs, file_hashes: &mut Vec<Digest>) -> Result<Opt
 fn write_trace(
     destination: Destination,
     a: &SnapshotArgs,
-    result: &Result<Option<Snapshot>>,
+    result: &Result<Option<plan::Run>>,
     file_hashes: &[Digest],
 ) -> Result<()> {
     let outcome = match result {
-        Ok(Some(s)) => Some(RunOutcome::Complete(s)),
+        Ok(Some(run)) => Some(RunOutcome::Complete {
+            snapshot: &run.snapshot,
+            data_access_plan_hash: run.plan.hash,
+        }),
         Ok(None) => return Ok(()),
         Err(e) => e.downcast_ref::<lineage::Error>().map(RunOutcome::Failed),
     };
@@ -254,71 +311,125 @@ fn write_trace(
         .with_context(|| format!("writing trace {shown}"))
 }
 
-fn snapshot_json(s: &Snapshot) -> serde_json::Value {
-    json!({
-        "dataset_root_hash": s.dataset_root_hash.to_hex(),
-        "split_hashes": s.split_hashes.to_hex(),
-        "transform_chain_hash": s.transform_chain_hash.to_hex(),
-        "dataset_snapshot_id": s.dataset_snapshot_id.to_hex(),
-        "lineage_root_hash": s.lineage_root_hash.to_hex(),
-        "source_count": s.metrics.source_count,
-        "transform_count": s.metrics.transform_count,
-        "snapshot_size_bytes": s.metrics.snapshot_size_bytes,
-    })
+/// The lineage report of a run (004 §6 step 4), as `(name, value)` pairs in printing order:
+/// the snapshot's commitments, the access plan with its inputs, the replay token, the metrics.
+fn report(run: &plan::Run) -> Vec<(&'static str, serde_json::Value)> {
+    let (s, p) = (&run.snapshot, &run.plan);
+    vec![
+        ("dataset_root_hash", json!(s.dataset_root_hash.to_hex())),
+        ("split_hashes", json!(s.split_hashes.to_hex())),
+        (
+            "transform_chain_hash",
+            json!(s.transform_chain_hash.to_hex()),
+        ),
+        ("dataset_snapshot_id", json!(s.dataset_snapshot_id.to_hex())),
+        ("lineage_root_hash", json!(s.lineage_root_hash.to_hex())),
+        ("data_access_plan_hash", json!(p.hash.to_hex())),
+        (
+            "kernel_replay_token",
+            json!(p.inputs.kernel_replay_token.to_hex()),
+        ),
+        ("manifest_hash", json!(p.inputs.manifest_hash.to_hex())),
+        (
+            "sampler_config_hash",
+            json!(p.inputs.sampler_config_hash.to_hex()),
+        ),
+        ("replay_token", json!(run.replay_token.to_hex())),
+        ("source_count", json!(s.metrics.source_count)),
+        ("transform_count", json!(s.metrics.transform_count)),
+        ("snapshot_size_bytes", json!(s.metrics.snapshot_size_bytes)),
+    ]
+}
+
+/// `lineage split`: every sample with its split, in canonical sample order.
+fn split(dir: &Path, unit: SampleUnit, splits: &Path, symlinks_as_target_path: bool) -> Result<()> {
+    let defs = load_splits(Some(splits))?;
+    let tree = walk(dir, policy(symlinks_as_target_path))?;
+    let paths = tree.paths();
+    let layout = match unit {
+        SampleUnit::Records => {
+            lineage::fs::sample_layout(&tree, &mut records::count_from_metadata)?
+        }
+        SampleUnit::Files => lineage::records::SampleLayout::new(paths.iter().map(|_| 1))?,
+    };
+    let assign = defs.assign(layout.total());
+    let names: Vec<&str> = defs.entries().iter().map(|d| d.name.as_str()).collect();
+    // A file is listed by record when it is record-oriented and samples are records.
+    let by_record: Vec<bool> = paths
+        .iter()
+        .map(|p| {
+            unit == SampleUnit::Records
+                && lineage::records::RecordFormat::of_path(p.as_str()).is_some()
+        })
+        .collect();
+    let samples = (0..layout.total()).filter_map(|sample| {
+        let (file, record) = layout.locate(sample)?;
+        let split = names[*assign.get(usize::try_from(sample).ok()?)?];
+        Some((
+            paths[file].as_str(),
+            by_record[file].then_some(record),
+            split,
+        ))
+    });
+    if cli_support::run::mode().json {
+        let rows: Vec<_> = samples
+            .map(|(path, record, split)| match record {
+                Some(record) => json!({"path": path, "record": record, "split": split}),
+                None => json!({"path": path, "split": split}),
+            })
+            .collect();
+        say!(
+            "{}",
+            json!({
+                "split_hashes": defs.split_hashes().to_hex(),
+                "samples": match unit { SampleUnit::Records => "records", SampleUnit::Files => "files" },
+                "sample_count": layout.total(),
+                "assignment": rows,
+            })
+        )?;
+    } else {
+        for (path, record, split) in samples {
+            match record {
+                Some(record) => say!("{}\t{}\t{record}", Safe(split), Safe(path))?,
+                None => say!("{}\t{}", Safe(split), Safe(path))?,
+            }
+        }
+    }
+    Ok(())
 }
 
 fn run(cmd: Command) -> Result<Outcome> {
     match cmd {
-        Command::Snapshot { snap } => {
-            let Some(s) = snapshot(&snap)? else {
+        Command::Snapshot { snap, cert } => {
+            let Some(run) = snapshot(&snap, Some(&cert))? else {
                 return Ok(Outcome::Stopped);
             };
+            let report = report(&run);
             if cli_support::run::mode().json {
-                say!("{}", snapshot_json(&s))?;
+                let object: serde_json::Map<_, _> =
+                    report.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+                say!("{}", serde_json::Value::Object(object))?;
             } else {
-                for (k, v) in [
-                    ("dataset_root_hash", s.dataset_root_hash.to_hex()),
-                    ("split_hashes", s.split_hashes.to_hex()),
-                    ("transform_chain_hash", s.transform_chain_hash.to_hex()),
-                    ("dataset_snapshot_id", s.dataset_snapshot_id.to_hex()),
-                    ("lineage_root_hash", s.lineage_root_hash.to_hex()),
-                    ("source_count", s.metrics.source_count.to_string()),
-                    ("transform_count", s.metrics.transform_count.to_string()),
-                    (
-                        "snapshot_size_bytes",
-                        s.metrics.snapshot_size_bytes.to_string(),
-                    ),
-                ] {
-                    say!("{k:<22}{v}")?;
+                for (k, v) in report {
+                    match v {
+                        serde_json::Value::String(text) => say!("{k:<22}{text}")?,
+                        other => say!("{k:<22}{other}")?,
+                    }
                 }
             }
             Ok(Outcome::Done)
         }
+        Command::VerifyCertificate(args) => {
+            plan::verify_certificate(&args)?;
+            Ok(Outcome::Done)
+        }
         Command::Split {
             dir,
+            samples,
             splits,
             symlinks_as_target_path,
         } => {
-            let defs = load_splits(Some(&splits))?;
-            let tree = walk(&dir, policy(symlinks_as_target_path))?;
-            let paths = tree.paths();
-            let assign = defs.assign(u64::try_from(paths.len()).unwrap_or(u64::MAX));
-            let names: Vec<&str> = defs.entries().iter().map(|d| d.name.as_str()).collect();
-            if cli_support::run::mode().json {
-                let rows: Vec<_> = paths
-                    .iter()
-                    .zip(&assign)
-                    .map(|(p, &s)| json!({"path": p.as_str(), "split": names[s]}))
-                    .collect();
-                say!(
-                    "{}",
-                    json!({"split_hashes": defs.split_hashes().to_hex(), "assignment": rows})
-                )?;
-            } else {
-                for (p, &s) in paths.iter().zip(&assign) {
-                    say!("{}\t{}", Safe(names[s]), Safe(p.as_str()))?;
-                }
-            }
+            split(&dir, samples, &splits, symlinks_as_target_path)?;
             Ok(Outcome::Done)
         }
         Command::Plan {
@@ -346,9 +457,10 @@ fn run(cmd: Command) -> Result<Outcome> {
         }
         Command::Verify { snap, expect } => {
             let expected = Digest::from_hex(&expect).context("--expect must be 64 hex digits")?;
-            let Some(s) = snapshot(&snap)? else {
+            let Some(run) = snapshot(&snap, None)? else {
                 return Ok(Outcome::Stopped);
             };
+            let s = run.snapshot;
             lineage::snapshot::verify_snapshot_id(expected, &s)?;
             if cli_support::run::mode().json {
                 say!(

@@ -50,6 +50,12 @@ pub enum FailureCode {
     MalformedCbor,
     /// A checkpoint does not belong to this build (different tree or inputs).
     CheckpointMismatch,
+    /// An execution certificate is malformed, its signer is not trusted, its signature does not
+    /// hold, or it binds other hashes than expected.
+    CertificateInvalid,
+    /// A record-oriented source file (CSV, JSON Lines, Parquet, `.ald`) whose records cannot be
+    /// counted: its format's reader refuses it.
+    InvalidRecordSource,
     /// Reading the dataset or writing a checkpoint failed.
     Io,
 }
@@ -78,6 +84,8 @@ impl FailureCode {
             Self::SnapshotHashMismatch => "SNAPSHOT_HASH_MISMATCH",
             Self::MalformedCbor => "MALFORMED_CBOR",
             Self::CheckpointMismatch => "CHECKPOINT_MISMATCH",
+            Self::CertificateInvalid => "CERTIFICATE_INVALID",
+            Self::InvalidRecordSource => "INVALID_RECORD_SOURCE",
             Self::Io => "IO",
         }
     }
@@ -324,6 +332,23 @@ pub enum Error {
         /// What differs.
         reason: &'static str,
     },
+    /// A record-oriented source whose records cannot be counted
+    /// ([`records`](crate::records)).
+    #[error("INVALID_RECORD_SOURCE: {path:?} ({format}): {reason}")]
+    RecordSource {
+        /// The file's relative path.
+        path: String,
+        /// Its format (`"parquet"`, `"ald"`, ...).
+        format: &'static str,
+        /// What its reader said.
+        reason: String,
+    },
+    /// An execution certificate does not hold ([`Certificate`](crate::certificate::Certificate)).
+    #[error("CERTIFICATE_INVALID: {reason}")]
+    CertificateInvalid {
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// A file changed while the snapshot was taken (it must be taken over files at rest).
     #[error("IO: {path:?}: {reason}")]
     FileChanged {
@@ -352,7 +377,9 @@ impl Error {
             Self::Io { .. }
             | Self::FileChanged { .. }
             | Self::Cbor { .. }
-            | Self::CheckpointMismatch { .. } => OP_BUILD,
+            | Self::CheckpointMismatch { .. }
+            | Self::CertificateInvalid { .. }
+            | Self::RecordSource { .. } => OP_BUILD,
             Self::CrossTenantReference { .. }
             | Self::MissingLineageRef { .. }
             | Self::InvalidLineageSet { .. } => OP_COMPUTE_LINEAGE,
@@ -383,6 +410,8 @@ impl Error {
             Self::SnapshotHashMismatch { .. } => FailureCode::SnapshotHashMismatch,
             Self::Cbor { .. } => FailureCode::MalformedCbor,
             Self::CheckpointMismatch { .. } => FailureCode::CheckpointMismatch,
+            Self::CertificateInvalid { .. } => FailureCode::CertificateInvalid,
+            Self::RecordSource { .. } => FailureCode::InvalidRecordSource,
             Self::Io { .. } | Self::FileChanged { .. } => FailureCode::Io,
         }
     }

@@ -34,6 +34,7 @@ use sha2::{Digest as _, Sha256};
 use crate::dataset::{Checkpoint, DatasetBuilder, DatasetDigest, RelPath, covered_files_step};
 use crate::error::{Error, PathProblem};
 use crate::hash::{Digest, sha256};
+use crate::records::{RecordFormat, SampleLayout};
 
 /// Largest checkpoint file read (a checkpoint of any tree is under 3 KiB: 64 frontier levels).
 pub const MAX_CHECKPOINT_BYTES: u64 = 64 << 10;
@@ -564,6 +565,53 @@ pub fn dataset_root_hash_dir(root: &Path) -> Result<DatasetDigest, Error> {
             reason: "build stopped without a stop request",
         }),
     }
+}
+
+/// The samples of `tree` (docs/lineage.md §3.5): each record-oriented file holds its records,
+/// any other file (and a symlink hashed as its target path) one sample. JSON Lines and CSV files
+/// are read once more and counted as they stream by ([`RecordCounter`](crate::records::RecordCounter)); Parquet and `.ald`
+/// files are handed, opened as the walk listed them, to `count_metadata`, which returns their
+/// row count (their metadata is verified by the format's own library, which this crate does not
+/// link). Files are read in canonical order on the calling thread; memory does not grow with
+/// their size.
+///
+/// # Errors
+/// [`Error::Io`], [`Error::UnsupportedFileType`] for a file replaced since the walk, and what
+/// `count_metadata` returns.
+pub fn sample_layout(
+    tree: &Tree,
+    count_metadata: &mut dyn FnMut(RecordFormat, &RelPath, File) -> Result<u64, Error>,
+) -> Result<SampleLayout, Error> {
+    let mut counts = Vec::with_capacity(tree.files.len());
+    let mut buffer = vec![0u8; 1 << 20];
+    for (rel, content) in &tree.files {
+        let format = match content {
+            Content::File => RecordFormat::of_path(rel.as_str()),
+            Content::LinkTarget(_) => None,
+        };
+        let Some(format) = format else {
+            counts.push(1);
+            continue;
+        };
+        let (mut file, _) = open_listed(tree, rel)?;
+        let count = match format.counter() {
+            Some(mut counter) => {
+                loop {
+                    let read = file
+                        .read(&mut buffer)
+                        .map_err(|e| io_err(&tree.root.path(rel.as_str()), e))?;
+                    if read == 0 {
+                        break;
+                    }
+                    counter.feed(&buffer[..read]);
+                }
+                counter.finish()
+            }
+            None => count_metadata(format, rel, file)?,
+        };
+        counts.push(count);
+    }
+    SampleLayout::new(counts)
 }
 
 /// Opens `path` for reading without following a symlink at its last component and without

@@ -9,7 +9,11 @@
 //! - [`SplitDefs::split_hashes`] and the deterministic split derivation [`SplitDefs::assign`];
 //! - [`TransformChain::transform_chain_hash`];
 //! - [`dataset_snapshot_id`], [`data_access_plan_hash`];
-//! - [`object::lineage_object_hash`] and [`lineage_root_hash`].
+//! - [`object::lineage_object_hash`] and [`lineage_root_hash`];
+//! - the run's access plan ([`plan::AccessPlan`]: the sampler configuration's hash and the
+//!   `data_access_plan_hash` a run emits beside the snapshot ID), and the execution certificate
+//!   binding both with the lineage root ([`certificate::Certificate`], signed and verified with
+//!   Ed25519 behind the `certificate` feature).
 //!
 //! **Key design decision:** the canonical CBOR encoder is this crate's own ([`cbor`]), not a
 //! general-purpose CBOR crate, because every ID depends on RFC 8949 §4.2.1 details (shortest
@@ -37,6 +41,7 @@
 //! ```
 
 pub mod cbor;
+pub mod certificate;
 pub mod dataset;
 pub mod error;
 #[cfg(feature = "fs")]
@@ -44,6 +49,8 @@ pub mod fs;
 pub mod hash;
 pub mod json;
 pub mod object;
+pub mod plan;
+pub mod records;
 pub mod retention;
 pub mod snapshot;
 pub mod split;

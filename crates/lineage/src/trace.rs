@@ -27,12 +27,14 @@ pub fn replay_token(tenant_id: &str, run_id: &str) -> Digest {
 #[non_exhaustive]
 pub enum TraceRecord {
     /// `run_header`: the source hashes (here: `[dataset_root_hash]`, the Merkle commitment to
-    /// every file hash) and the `transform_chain_hash`.
+    /// every file hash), the `transform_chain_hash` and the run's replay token.
     RunHeader {
         /// Source hashes.
         source_hashes: Vec<Digest>,
         /// Transform chain commitment.
         transform_chain_hash: Digest,
+        /// The run's replay token.
+        replay_token: Digest,
     },
     /// `iter`: one hashed file.
     Iter {
@@ -43,10 +45,15 @@ pub enum TraceRecord {
         /// `"ok"`.
         status: &'static str,
     },
-    /// `run_end`: the snapshot ID.
+    /// `run_end`: the snapshot ID and the access-plan hash (004 §II.F: both MUST be emitted in
+    /// the trace), and the run's replay token.
     RunEnd {
         /// The snapshot ID.
         dataset_snapshot_id: Digest,
+        /// The run's `data_access_plan_hash`.
+        data_access_plan_hash: Digest,
+        /// The run's replay token.
+        replay_token: Digest,
     },
 }
 
@@ -58,6 +65,7 @@ impl TraceRecord {
             Self::RunHeader {
                 source_hashes,
                 transform_chain_hash,
+                replay_token,
             } => map([
                 ("record", Value::text("run_header")),
                 (
@@ -65,6 +73,7 @@ impl TraceRecord {
                     Value::Array(source_hashes.iter().map(|d| d.to_cbor()).collect()),
                 ),
                 ("transform_chain_hash", transform_chain_hash.to_cbor()),
+                ("replay_token", replay_token.to_cbor()),
             ]),
             Self::Iter { step, hash, status } => map([
                 ("record", Value::text("iter")),
@@ -74,9 +83,13 @@ impl TraceRecord {
             ]),
             Self::RunEnd {
                 dataset_snapshot_id,
+                data_access_plan_hash,
+                replay_token,
             } => map([
                 ("record", Value::text("run_end")),
                 ("dataset_snapshot_id", dataset_snapshot_id.to_cbor()),
+                ("data_access_plan_hash", data_access_plan_hash.to_cbor()),
+                ("replay_token", replay_token.to_cbor()),
             ]),
         }
     }
@@ -146,8 +159,13 @@ impl ErrorRecord {
 /// How a snapshot run ended, as its trace records it.
 #[derive(Debug, Clone, Copy)]
 pub enum RunOutcome<'a> {
-    /// Every file was hashed and the snapshot built.
-    Complete(&'a Snapshot),
+    /// Every file was hashed and the snapshot built; `plan` is the run's access plan over it.
+    Complete {
+        /// The snapshot.
+        snapshot: &'a Snapshot,
+        /// The run's `data_access_plan_hash` ([`AccessPlan`](crate::plan::AccessPlan)).
+        data_access_plan_hash: Digest,
+    },
     /// A rule of the contract failed.
     Failed(&'a Error),
 }
@@ -156,7 +174,8 @@ pub enum RunOutcome<'a> {
 /// back to back).
 ///
 /// A complete run is `run_header`, one `iter` per entry of `file_hashes` (the files hashed in
-/// this run, in `sample_index` order), then `run_end`. Files hashed in an earlier, checkpointed
+/// this run, in `sample_index` order), then `run_end`; the header and the end carry the replay
+/// token of `tenant_id` and `run_id`, the end the snapshot ID and the access-plan hash. Files hashed in an earlier, checkpointed
 /// run have no `iter` record here: `step` is the `sample_index` counted back from the last file,
 /// so the steps end at `source_count - 1` however the run was resumed. A failed run is the one
 /// error record, at `t` = the number of files hashed, with the replay token of `tenant_id` and
@@ -180,12 +199,17 @@ pub fn run_trace(
 ) -> Vec<u8> {
     // A slice length always fits in u64 on the targets Rust supports.
     let hashed = u64::try_from(file_hashes.len()).unwrap_or(u64::MAX);
+    let token = replay_token(tenant_id, run_id);
     let mut out = Vec::new();
     match outcome {
-        RunOutcome::Complete(s) => {
+        RunOutcome::Complete {
+            snapshot: s,
+            data_access_plan_hash,
+        } => {
             TraceRecord::RunHeader {
                 source_hashes: vec![s.dataset_root_hash],
                 transform_chain_hash: s.transform_chain_hash,
+                replay_token: token,
             }
             .to_cbor()
             .encode_into(&mut out);
@@ -201,12 +225,14 @@ pub fn run_trace(
             }
             TraceRecord::RunEnd {
                 dataset_snapshot_id: s.dataset_snapshot_id,
+                data_access_plan_hash,
+                replay_token: token,
             }
             .to_cbor()
             .encode_into(&mut out);
         }
         RunOutcome::Failed(e) => {
-            ErrorRecord::from_error(e, e.operator(), hashed, replay_token(tenant_id, run_id))
+            ErrorRecord::from_error(e, e.operator(), hashed, token)
                 .to_cbor()
                 .encode_into(&mut out);
         }
@@ -249,10 +275,16 @@ mod tests {
         )?;
         // A resumed run that hashed only the last two files.
         let hashes = [crate::hash::sha256(b"22"), crate::hash::sha256(b"333")];
-        let bytes = run_trace(RunOutcome::Complete(&s), &hashes, "t", "r");
+        let plan = Digest([9; 32]);
+        let complete = RunOutcome::Complete {
+            snapshot: &s,
+            data_access_plan_hash: plan,
+        };
+        let bytes = run_trace(complete, &hashes, "t", "r");
         let mut want = TraceRecord::RunHeader {
             source_hashes: vec![s.dataset_root_hash],
             transform_chain_hash: s.transform_chain_hash,
+            replay_token: replay_token("t", "r"),
         }
         .to_cbor()
         .to_canonical_bytes();
@@ -270,6 +302,8 @@ mod tests {
         want.extend(
             TraceRecord::RunEnd {
                 dataset_snapshot_id: s.dataset_snapshot_id,
+                data_access_plan_hash: plan,
+                replay_token: replay_token("t", "r"),
             }
             .to_cbor()
             .to_canonical_bytes(),

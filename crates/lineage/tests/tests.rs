@@ -339,6 +339,56 @@ fn python_reference_computes_the_same_ids_for_random_and_permuted_inputs() {
     );
 }
 
+/// Record counts of random CSV and JSON Lines files (quotes, CR, LF, commas, blanks in any
+/// order) equal Python's: its `csv` module and its own line reading.
+#[test]
+#[ignore = "interop: needs INTEROP_PYTHON (run by .ci/run)"]
+fn python_counts_the_same_records_in_random_text_sources() {
+    const ALPHABET: &[u8] = b"a,\"\r\n \t{}";
+    let mut r = Rng(0x7265_636f_7264_7321);
+    let mut cases = Vec::new();
+    for id in 0..200 {
+        let files: Vec<Json> = (0..3)
+            .map(|i| {
+                let len = r.below(40);
+                let bytes: Vec<u8> = (0..len)
+                    .map(|_| ALPHABET[usize::try_from(r.below(ALPHABET.len() as u64)).unwrap_or(0)])
+                    .collect();
+                let ext = ["csv", "jsonl", "ndjson"][usize::try_from(r.below(3)).unwrap_or(0)];
+                json!([format!("f{i}.{ext}"), hex::encode(bytes)])
+            })
+            .collect();
+        cases.push(json!({
+            "id": format!("records-{id}"), "tenant_id": "t", "version": "v", "files": files,
+            "splits_json": r#"[{"split_name":"a","split_fraction":0.5,"split_seed":9},{"split_name":"b","split_fraction":0.5,"split_seed":9}]"#,
+            "transforms_json": null, "samples": "records",
+        }));
+    }
+    let input = tempfile::NamedTempFile::new().expect("temp");
+    std::fs::write(input.path(), serde_json::to_vec(&cases).expect("json")).expect("write cases");
+    let out = run_python(&["run".as_ref(), input.path().as_os_str()]);
+    assert!(
+        out.status.success(),
+        "python failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: Vec<Json> = serde_json::from_slice(&out.stdout).expect("python output is JSON");
+    assert_eq!(results.len(), cases.len());
+    let mut records = 0;
+    for (case, mut py) in cases.iter().zip(results) {
+        py.as_object_mut().expect("object").remove("id");
+        let rust = run_case(case);
+        assert_eq!(rust, py, "case {}: {case}", case["id"]);
+        records += rust["sample_counts"]
+            .as_array()
+            .map_or(0, |c| c.iter().filter_map(Json::as_u64).sum::<u64>());
+    }
+    assert!(
+        records > 200,
+        "too few records ({records}) to mean anything"
+    );
+}
+
 #[test]
 #[ignore = "interop: needs INTEROP_PYTHON (run by .ci/run)"]
 fn python_reference_reproduces_every_golden_vector() {

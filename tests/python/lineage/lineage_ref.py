@@ -6,12 +6,22 @@ Uses only `cbor2` (canonical encoding) and `hashlib`; shares no code with the Ru
 Usage:
     lineage_ref.py run CASES.json      # prints a JSON array of results, one per case
     lineage_ref.py golden DIR          # checks every *.json golden vector in DIR, exit 1 on mismatch
+    lineage_ref.py certificate FILE    # checks an execution certificate's form and Ed25519
+                                       # signature (package `cryptography`), prints its payload
 
 A case is an object:
     {"id": str, "tenant_id": str, "version": str,
      "files": [[path, hex_bytes], ...]   or   "dir": "/path/to/tree",
      "splits_json": str | null, "transforms_json": str | null,
-     "plan": {"kernel_replay_token": hex, "manifest_hash": hex, "sampler_config_hash": hex} | null}
+     "plan": {"kernel_replay_token": hex, "manifest_hash": hex, "sampler_config_hash": hex} | null,
+     "run": {"run_id": str, "sampler_config_json": str | null} | null,
+     "samples": "files" | "records"}  (default "files")
+With "samples": "records", a record-oriented file (.csv, .jsonl, .ndjson, .parquet, .ald) holds
+one sample per record and the result adds "sample_counts" (per file, canonical order); the
+"assignment" is then one split name per sample.
+With "run" (and "files"), the result has "run": the replay token, the sampler configuration's
+hash, the run's default access plan hash, the trace of a complete run (hex of the CBOR sequence)
+and the bytes an execution certificate signs (hex), as docs/lineage.md §6.1, §6.2 and §8 define them.
 A result is {"id", "ok": true, <commitments as lowercase hex>, "assignment": [split name per
 file in canonical order], metrics} or {"id", "ok": false, "failure_code": str}.
 """
@@ -274,6 +284,55 @@ def assign(entries, n):
     return out
 
 
+# --- samples: records of record-oriented files (docs/lineage.md §3.5) -------------------------
+
+def record_format(path):
+    name = path.rsplit("/", 1)[-1]
+    stem, dot, ext = name.rpartition(".")
+    if not dot or not stem:
+        return None
+    return {"jsonl": "jsonl", "ndjson": "jsonl", "csv": "csv", "parquet": "parquet",
+            "ald": "ald"}.get(ext.lower())
+
+
+def count_records(fmt, data):
+    """Records of one file, each format read by an independent reader."""
+    if fmt == "jsonl":
+        return sum(1 for line in data.split(b"\n") if line.strip(b" \t\r"))
+    if fmt == "csv":
+        import csv
+        import io
+        rows = [r for r in csv.reader(io.StringIO(data.decode("utf-8"), newline="")) if r]
+        return max(len(rows) - 1, 0)
+    if fmt == "parquet":
+        import io
+        import pyarrow.parquet as pq
+        try:
+            return pq.ParquetFile(io.BytesIO(data)).metadata.num_rows
+        except Exception:
+            raise LineageError("INVALID_RECORD_SOURCE") from None
+    if fmt == "ald":
+        # The 32-byte header (docs/envelope.md §2): magic, then num_rows at offset 24; the
+        # whole-file CRC32 trailer is checked first.
+        import struct
+        import zlib
+        if len(data) < 36 or data[:4] != b"ALDF":
+            raise LineageError("INVALID_RECORD_SOURCE")
+        if zlib.crc32(data[:-4]) != struct.unpack("<I", data[-4:])[0]:
+            raise LineageError("INVALID_RECORD_SOURCE")
+        return struct.unpack("<Q", data[24:32])[0]
+    raise ValueError(fmt)
+
+
+def sample_counts(files, paths):
+    by_path = dict(files)
+    out = []
+    for p in paths:
+        fmt = record_format(p)
+        out.append(1 if fmt is None else count_records(fmt, by_path[p]))
+    return out
+
+
 # --- transforms --------------------------------------------------------------------------------
 
 def parse_transforms(text):
@@ -349,6 +408,13 @@ def run_case(case):
         "snapshot_size_bytes": size,
         "assignment": assign(splits, len(paths)),
     }
+    if case.get("samples", "files") == "records":
+        counts = sample_counts(files, paths)
+        out["sample_counts"] = counts
+        out["assignment"] = assign(splits, sum(counts))
+    if case.get("run") is not None and "files" in case:
+        out["run"] = run_outputs(case, tenant, files, root, paths, th, snap,
+                                 bytes.fromhex(out["lineage_root_hash"]))
     plan = case.get("plan")
     if plan is not None:
         out["data_access_plan_hash"] = H([
@@ -359,6 +425,83 @@ def run_case(case):
             "rank_contiguous_shard_v1",
             "epoch_seed_rule_v2",
         ]).hex()
+    return out
+
+
+# --- a run: replay token, sampler configuration, access plan, trace, certificate ---------------
+
+def replay_token(tenant, run_id):
+    return H(["lineage_replay_token_v1", tenant, run_id])
+
+
+def sampler_config_hash(config):
+    return H(["sampler_config_v1", config])
+
+
+DEFAULT_SAMPLER = {"world_size": 1, "batch_size": 1, "drop_last": False}
+
+
+def run_outputs(case, tenant, files, root, paths, th, snap, lineage_root_hash):
+    run_spec = case["run"]
+    run_id = run_spec["run_id"]
+    config = DEFAULT_SAMPLER
+    if run_spec.get("sampler_config_json") is not None:
+        config = parse_json(run_spec["sampler_config_json"])
+        if not isinstance(config, dict):
+            raise LineageError("INVALID_ARGUMENT")
+    token = replay_token(tenant, run_id)
+    sampler = sampler_config_hash(config)
+    # Defaults: the run's replay token, the dataset root as the manifest hash.
+    plan = H([token, root, snap, sampler, "rank_contiguous_shard_v1", "epoch_seed_rule_v2"])
+    by_path = dict(files)
+    trace = cbor({"record": "run_header", "source_hashes": [root],
+                  "transform_chain_hash": th, "replay_token": token})
+    for step, p in enumerate(paths):
+        trace += cbor({"record": "iter", "step": step, "hash": sha256(by_path[p]),
+                       "status": "ok"})
+    trace += cbor({"record": "run_end", "dataset_snapshot_id": snap,
+                   "data_access_plan_hash": plan, "replay_token": token})
+    payload = {"tenant_id": tenant, "run_id": run_id, "replay_token": token,
+               "dataset_snapshot_id": snap, "data_access_plan_hash": plan,
+               "lineage_root_hash": lineage_root_hash}
+    return {
+        "replay_token": token.hex(),
+        "sampler_config_hash": sampler.hex(),
+        "data_access_plan_hash": plan.hex(),
+        "trace": trace.hex(),
+        "certificate_message": cbor(["lineage_execution_certificate_v1", payload]).hex(),
+    }
+
+
+CERTIFICATE_FIELDS = {"certificate", "payload", "public_key", "signature"}
+PAYLOAD_FIELDS = {"tenant_id", "run_id", "replay_token", "dataset_snapshot_id",
+                  "data_access_plan_hash", "lineage_root_hash"}
+
+
+def check_certificate(data):
+    """The payload of a valid certificate (hashes as hex, the signer's key as hex), else an
+    exception naming what failed. Uses `cryptography` for Ed25519 (RFC 8032)."""
+    import cbor2
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    cert = cbor2.loads(data)
+    if cbor(cert) != data:
+        raise ValueError("not the canonical encoding")
+    if not isinstance(cert, dict) or set(cert) != CERTIFICATE_FIELDS:
+        raise ValueError("not exactly the certificate fields")
+    if cert["certificate"] != "lineage_execution_certificate_v1":
+        raise ValueError("wrong tag")
+    payload = cert["payload"]
+    if not isinstance(payload, dict) or set(payload) != PAYLOAD_FIELDS:
+        raise ValueError("not exactly the payload fields")
+    for k in PAYLOAD_FIELDS - {"tenant_id", "run_id"}:
+        if not isinstance(payload[k], bytes) or len(payload[k]) != 32:
+            raise ValueError(f"{k} is not 32 bytes")
+    key = cert["public_key"]
+    message = cbor(["lineage_execution_certificate_v1", payload])
+    Ed25519PublicKey.from_public_bytes(key).verify(cert["signature"], message)
+    out = {k: (v.hex() if isinstance(v, bytes) else v) for k, v in payload.items()}
+    out["public_key"] = key.hex()
     return out
 
 
@@ -391,6 +534,12 @@ def main(argv):
                 print(f"MISMATCH {name}: expected {vector['expect']}, got {got}", file=sys.stderr)
         print(f"{len(names) - bad}/{len(names)} golden vectors match")
         return 1 if bad else 0
+    if len(argv) == 3 and argv[1] == "certificate":
+        with open(argv[2], "rb") as f:
+            data = f.read()
+        json.dump(check_certificate(data), sys.stdout, sort_keys=True)
+        sys.stdout.write("\n")
+        return 0
     print(__doc__, file=sys.stderr)
     return 2
 

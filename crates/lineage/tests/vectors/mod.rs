@@ -5,9 +5,12 @@
 
 use std::path::{Path, PathBuf};
 
+use lineage::certificate::CertificatePayload;
+use lineage::plan::{AccessPlan, PlanOverrides, SamplerConfig};
+use lineage::trace::{RunOutcome, replay_token, run_trace};
 use lineage::{
-    AccessPlanInputs, Digest, Error, SnapshotInputs, SplitDefs, TransformChain, build_snapshot,
-    data_access_plan_hash, dataset_root_hash,
+    AccessPlanInputs, Digest, Error, Snapshot, SnapshotInputs, SplitDefs, TransformChain,
+    build_snapshot, data_access_plan_hash, dataset_root_hash,
 };
 use serde_json::{Value as Json, json};
 
@@ -43,6 +46,7 @@ pub(crate) fn try_case(case: &Json) -> Result<Json, Error> {
     let dir = case["dir"].as_str();
     #[cfg(not(feature = "fs"))]
     let dir: Option<&str> = None;
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
     let data = if let Some(dir) = dir {
         #[cfg(feature = "fs")]
         {
@@ -51,7 +55,7 @@ pub(crate) fn try_case(case: &Json) -> Result<Json, Error> {
         #[cfg(not(feature = "fs"))]
         unreachable!("{dir}")
     } else {
-        let files: Vec<(String, Vec<u8>)> = case["files"]
+        files = case["files"]
             .as_array()
             .into_iter()
             .flatten()
@@ -61,13 +65,22 @@ pub(crate) fn try_case(case: &Json) -> Result<Json, Error> {
                 (p, b)
             })
             .collect();
-        dataset_root_hash(files)?
+        dataset_root_hash(files.clone())?
     };
     let snap = build_snapshot(&inputs, &data)?;
     let names = inputs.splits.entries();
+    let by_records = case["samples"].as_str() == Some("records");
+    let counts = if by_records {
+        Some(sample_counts(&data.paths, &files)?)
+    } else {
+        None
+    };
+    let total = counts
+        .as_ref()
+        .map_or(snap.metrics.source_count, |c| c.iter().sum());
     let assignment: Vec<&str> = inputs
         .splits
-        .assign(snap.metrics.source_count)
+        .assign(total)
         .into_iter()
         .map(|i| names[i].name.as_str())
         .collect();
@@ -83,6 +96,9 @@ pub(crate) fn try_case(case: &Json) -> Result<Json, Error> {
         "snapshot_size_bytes": snap.metrics.snapshot_size_bytes,
         "assignment": assignment,
     });
+    if let Some(counts) = counts {
+        out["sample_counts"] = json!(counts);
+    }
     if let Some(plan) = case.get("plan").filter(|p| !p.is_null()) {
         let h = |k: &str| Digest::from_hex(plan[k].as_str().unwrap_or_default());
         let p = AccessPlanInputs {
@@ -93,7 +109,85 @@ pub(crate) fn try_case(case: &Json) -> Result<Json, Error> {
         };
         out["data_access_plan_hash"] = json!(data_access_plan_hash(&p).to_hex());
     }
+    if let Some(run) = case.get("run").filter(|r| !r.is_null() && dir.is_none()) {
+        out["run"] = run_outputs(run, &inputs.tenant_id, &snap, &files)?;
+    }
     Ok(out)
+}
+
+/// Samples per file in canonical order (the case's files, in memory): the records of the text
+/// formats this crate counts, one for any other file. Parquet and `.ald` vectors live with the
+/// CLI that counts them (`crates/lineage-cli/tests/data`).
+fn sample_counts(
+    paths: &[lineage::RelPath],
+    files: &[(String, Vec<u8>)],
+) -> Result<Vec<u64>, Error> {
+    paths
+        .iter()
+        .map(|path| {
+            let Some(format) = lineage::records::RecordFormat::of_path(path.as_str()) else {
+                return Ok(1);
+            };
+            let bytes = files
+                .iter()
+                .find(|(p, _)| p == path.as_str())
+                .map(|(_, b)| b.as_slice())
+                .unwrap_or_default();
+            format
+                .counter()
+                .map(|c| c.count(bytes))
+                .ok_or_else(|| Error::RecordSource {
+                    path: path.as_str().to_owned(),
+                    format: format.as_str(),
+                    reason: "counted by the lineage CLI, not in these vectors".to_owned(),
+                })
+        })
+        .collect()
+}
+
+/// The outputs of a complete run over the case's files (the `run` result of the case format):
+/// replay token, sampler configuration hash, the default access plan, the trace, and the bytes
+/// an execution certificate signs.
+fn run_outputs(
+    run: &Json,
+    tenant: &str,
+    snap: &Snapshot,
+    files: &[(String, Vec<u8>)],
+) -> Result<Json, Error> {
+    let run_id = run["run_id"].as_str().unwrap_or_default();
+    let sampler = match run["sampler_config_json"].as_str() {
+        Some(text) => SamplerConfig::from_json(text)?,
+        None => SamplerConfig::default(),
+    };
+    let plan = AccessPlan::new(snap, tenant, run_id, &sampler, PlanOverrides::default());
+    let token = replay_token(tenant, run_id);
+    // Every file hashed in this run, in canonical (sample_index) order: UTF-8 byte order of
+    // the paths, which str's Ord is.
+    let mut sorted: Vec<&(String, Vec<u8>)> = files.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let hashes: Vec<Digest> = sorted
+        .iter()
+        .map(|(_, bytes)| lineage::hash::sha256(bytes))
+        .collect();
+    let complete = RunOutcome::Complete {
+        snapshot: snap,
+        data_access_plan_hash: plan.hash,
+    };
+    let payload = CertificatePayload {
+        tenant_id: tenant.to_owned(),
+        run_id: run_id.to_owned(),
+        replay_token: token,
+        dataset_snapshot_id: snap.dataset_snapshot_id,
+        data_access_plan_hash: plan.hash,
+        lineage_root_hash: snap.lineage_root_hash,
+    };
+    Ok(json!({
+        "replay_token": token.to_hex(),
+        "sampler_config_hash": plan.inputs.sampler_config_hash.to_hex(),
+        "data_access_plan_hash": plan.hash.to_hex(),
+        "trace": hex::encode(run_trace(complete, &hashes, tenant, run_id)),
+        "certificate_message": hex::encode(payload.signed_message()),
+    }))
 }
 
 pub(crate) fn golden_files() -> Vec<PathBuf> {
