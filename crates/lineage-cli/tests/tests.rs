@@ -348,27 +348,28 @@ fn key_pair(dir: &Path, seed: u8) {
     std::fs::copy(dir.join("me.key.pub"), dir.join("trusted/me.key.pub")).expect("copy");
 }
 
+/// `lineage --json snapshot` of the golden tree with `extra`, writing `run.cert` signed with the
+/// [`key_pair`] in `dir`; its report.
+fn certified_snapshot(dir: &Path, extra: &[&str]) -> Value {
+    let certificate = [
+        "--json",
+        "--certificate",
+        "run.cert",
+        "--key",
+        "me.key",
+        "--password-file",
+        "pw.txt",
+    ];
+    let out = lineage_snap(dir, "snapshot", &[&certificate[..], extra].concat());
+    assert_exit(&out, 0);
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
 #[test]
 fn certificate_binds_the_run_and_verifies_only_under_a_trusted_key() {
     let d = setup();
     key_pair(d.path(), 7);
-    let out = lineage_snap(
-        d.path(),
-        "snapshot",
-        &[
-            "--json",
-            "--run-id",
-            "run-1",
-            "--certificate",
-            "run.cert",
-            "--key",
-            "me.key",
-            "--password-file",
-            "pw.txt",
-        ],
-    );
-    assert_exit(&out, 0);
-    let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let report = certified_snapshot(d.path(), &["--run-id", "run-1"]);
     let field = |name: &str| report[name].as_str().expect("hex").to_owned();
     let verify = |extra: &[&str]| {
         lineage(
@@ -527,25 +528,7 @@ fn verify_refuses_a_checkpoint_whose_files_were_replaced() {
 fn python_verifies_the_certificate_and_reads_the_same_payload() {
     let d = setup();
     key_pair(d.path(), 9);
-    let out = lineage_snap(
-        d.path(),
-        "snapshot",
-        &[
-            "--json",
-            "--run-id",
-            "interop",
-            "--world-size",
-            "2",
-            "--certificate",
-            "run.cert",
-            "--key",
-            "me.key",
-            "--password-file",
-            "pw.txt",
-        ],
-    );
-    assert_exit(&out, 0);
-    let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let report = certified_snapshot(d.path(), &["--run-id", "interop", "--world-size", "2"]);
     let cert = d.path().join("run.cert");
     let stdout = test_support::python_ok(
         "lineage/lineage_ref.py",

@@ -271,6 +271,21 @@ fn reference_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/lineage/lineage_ref.py")
 }
 
+/// The Python reference's results of `cases` (`lineage_ref.py run`), one per case.
+fn python_results(cases: &[Json]) -> Vec<Json> {
+    let input = tempfile::NamedTempFile::new().expect("temp");
+    std::fs::write(input.path(), serde_json::to_vec(cases).expect("json")).expect("write cases");
+    let out = run_python(&["run".as_ref(), input.path().as_os_str()]);
+    assert!(
+        out.status.success(),
+        "python failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: Vec<Json> = serde_json::from_slice(&out.stdout).expect("python output is JSON");
+    assert_eq!(results.len(), cases.len());
+    results
+}
+
 fn run_python(args: &[&std::ffi::OsStr]) -> std::process::Output {
     let py = python().expect("INTEROP_PYTHON must name a Python with cbor2 installed");
     std::process::Command::new(py)
@@ -316,16 +331,7 @@ fn python_reference_computes_the_same_ids_for_random_and_permuted_inputs() {
             "transforms_json": null, "plan": null,
         }));
     }
-    let input = tempfile::NamedTempFile::new().expect("temp");
-    std::fs::write(input.path(), serde_json::to_vec(&cases).expect("json")).expect("write cases");
-    let out = run_python(&["run".as_ref(), input.path().as_os_str()]);
-    assert!(
-        out.status.success(),
-        "python failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let results: Vec<Json> = serde_json::from_slice(&out.stdout).expect("python output is JSON");
-    assert_eq!(results.len(), cases.len());
+    let results = python_results(&cases);
     let mut ok = 0;
     for (case, mut py) in cases.iter().zip(results) {
         py.as_object_mut().expect("object").remove("id");
@@ -364,16 +370,7 @@ fn python_counts_the_same_records_in_random_text_sources() {
             "transforms_json": null, "samples": "records",
         }));
     }
-    let input = tempfile::NamedTempFile::new().expect("temp");
-    std::fs::write(input.path(), serde_json::to_vec(&cases).expect("json")).expect("write cases");
-    let out = run_python(&["run".as_ref(), input.path().as_os_str()]);
-    assert!(
-        out.status.success(),
-        "python failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let results: Vec<Json> = serde_json::from_slice(&out.stdout).expect("python output is JSON");
-    assert_eq!(results.len(), cases.len());
+    let results = python_results(&cases);
     let mut records = 0;
     for (case, mut py) in cases.iter().zip(results) {
         py.as_object_mut().expect("object").remove("id");
