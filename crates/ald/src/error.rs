@@ -134,6 +134,11 @@ pub enum Error {
         /// Why, and what would work.
         reason: Cow<'static, str>,
     },
+    /// Listing a `.ald` set's directory failed (lineage's walk: I/O, a symlink, a path that is
+    /// not UTF-8).
+    #[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
+    #[error("{}: {}", lineage_signal(.0), .0)]
+    Lineage(#[source] lineage::Error),
     /// A column index (of a watermark's selection) past the last column.
     #[error("Usage: there is no column {index}: the schema has {columns} columns")]
     NoSuchColumn {
@@ -142,6 +147,21 @@ pub enum Error {
         /// The columns the schema has.
         columns: usize,
     },
+}
+
+/// The Andon signal of a failure of lineage's directory walk: reading is `Io`, the rest (a
+/// symlink, a name that is not UTF-8) `Usage`.
+#[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
+const fn lineage_signal_of(error: &lineage::Error) -> Signal {
+    match error.failure_code() {
+        lineage::FailureCode::Io => Signal::Io,
+        _ => Signal::Usage,
+    }
+}
+
+#[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
+fn lineage_signal(error: &lineage::Error) -> &'static str {
+    lineage_signal_of(error).name()
 }
 
 /// The error of a library this crate reads or writes through, kept as the source of an
@@ -183,6 +203,8 @@ impl Error {
             | Self::Watermark(_)
             | Self::ColumnNotWatermarkable { .. }
             | Self::NoSuchColumn { .. } => Signal::Usage,
+            #[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
+            Self::Lineage(error) => lineage_signal_of(error),
         }
     }
 

@@ -74,6 +74,10 @@ pub mod commercial;
 #[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
 pub mod fs;
 
+/// Training data over a sharded `.ald` set, in the order a lineage access plan names.
+#[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
+pub mod train;
+
 #[cfg(all(feature = "interchange", not(target_arch = "wasm32")))]
 pub mod interchange;
 

@@ -14,6 +14,7 @@ mod fuzz_check_interchange;
 mod fuzz_corpus;
 #[path = "../../../tests/complexity/scaling.rs"]
 mod scaling;
+mod train;
 mod trueno;
 mod verified_bytes;
 mod watermarking;

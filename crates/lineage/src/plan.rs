@@ -90,6 +90,57 @@ impl SamplerConfig {
         Value::Map(self.0.clone())
     }
 
+    /// This configuration with `key` set to `value` (for example the `"unit"` a loader reads
+    /// by, which then is part of what the plan commits to).
+    #[must_use]
+    pub fn with(mut self, key: &str, value: Value) -> Self {
+        self.0.insert(key.to_owned(), value);
+        self
+    }
+
+    /// The sampler fields the shard rules read ([`Sampler`]), when the configuration holds
+    /// them as [`SamplerConfig::from_fields`] writes them.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the field that is missing, mistyped or zero.
+    pub fn sampler(&self) -> Result<Sampler, Error> {
+        let uint = |key: &'static str| match self.0.get(key) {
+            Some(Value::Unsigned(n)) if *n > 0 => Ok(*n),
+            _ => Err(Error::InvalidArgument {
+                what: key,
+                reason: "must be an integer of at least 1 in the sampler configuration",
+                source: None,
+            }),
+        };
+        let shuffle_seed = match self.0.get("shuffle_seed") {
+            None => None,
+            Some(Value::Unsigned(seed)) => Some(*seed),
+            Some(_) => {
+                return Err(Error::InvalidArgument {
+                    what: "shuffle_seed",
+                    reason: "must be an integer in [0, 2^64-1]",
+                    source: None,
+                });
+            }
+        };
+        let drop_last = match self.0.get("drop_last") {
+            Some(Value::Bool(b)) => *b,
+            _ => {
+                return Err(Error::InvalidArgument {
+                    what: "drop_last",
+                    reason: "must be true or false in the sampler configuration",
+                    source: None,
+                });
+            }
+        };
+        Ok(Sampler {
+            world_size: uint("world_size")?,
+            batch_size: uint("batch_size")?,
+            shuffle_seed,
+            drop_last,
+        })
+    }
+
     /// `sampler_config_hash = SHA-256(CBOR_CANONICAL(["sampler_config_v1", config]))`.
     #[must_use]
     pub fn hash(&self) -> Digest {
@@ -123,6 +174,86 @@ fn fields(
         map.insert("shuffle_seed".to_owned(), Value::Unsigned(seed));
     }
     map
+}
+
+/// Tag of the epoch-seed preimage (`epoch_seed_rule_v2`).
+pub const EPOCH_SEED_TAG: &str = "epoch_seed_v2";
+
+/// The four sampler fields the shard rules read (docs/lineage.md §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sampler {
+    /// Ranks (at least 1).
+    pub world_size: u64,
+    /// Units per batch and rank (at least 1).
+    pub batch_size: u64,
+    /// Seed of the per-epoch shuffle; `None` reads units in canonical order every epoch.
+    pub shuffle_seed: Option<u64>,
+    /// Whether every rank reads only whole batches, the same number each.
+    pub drop_last: bool,
+}
+
+impl Sampler {
+    /// `epoch_seed_rule_v2`: the seed of epoch `epoch`, the first eight bytes (big-endian) of
+    /// `SHA-256(CBOR_CANONICAL(["epoch_seed_v2", shuffle_seed, epoch]))`; `None` without a
+    /// shuffle seed.
+    #[must_use]
+    pub fn epoch_seed(&self, epoch: u64) -> Option<u64> {
+        let seed = self.shuffle_seed?;
+        let digest = sha256_cbor(&Value::Array(vec![
+            Value::text(EPOCH_SEED_TAG),
+            Value::Unsigned(seed),
+            Value::Unsigned(epoch),
+        ]));
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest.0[..8]);
+        Some(u64::from_be_bytes(first))
+    }
+
+    /// The order in which epoch `epoch` reads `units` units: canonical order without a shuffle
+    /// seed, else sorted by `SHA-256(CBOR_CANONICAL([epoch_seed, i]))` (the split shuffle's key,
+    /// docs/lineage.md §3.4, under the epoch's seed).
+    #[must_use]
+    pub fn epoch_order(&self, units: u64, epoch: u64) -> Vec<u64> {
+        crate::split::shuffled_order(units, self.epoch_seed(epoch))
+    }
+
+    /// `rank_contiguous_shard_v1`: the positions of the epoch order that rank `rank` reads, a
+    /// contiguous range in rank order. With `drop_last` every rank reads
+    /// `floor(units / (world_size * batch_size)) * batch_size` units; without it the first
+    /// `units mod world_size` ranks read `floor(units / world_size) + 1` units and the others
+    /// `floor(units / world_size)`, so every unit is read exactly once. `None` for a rank
+    /// outside `0..world_size`.
+    #[must_use]
+    pub fn rank_range(&self, units: u64, rank: u64) -> Option<core::ops::Range<u64>> {
+        if rank >= self.world_size {
+            return None;
+        }
+        if self.drop_last {
+            let per = units / self.world_size.saturating_mul(self.batch_size) * self.batch_size;
+            return Some(rank * per..(rank + 1) * per);
+        }
+        let (base, extra) = (units / self.world_size, units % self.world_size);
+        let start = rank * base + rank.min(extra);
+        Some(start..start + base + u64::from(rank < extra))
+    }
+
+    /// The units rank `rank` reads in epoch `epoch`, in reading order (its batches are
+    /// consecutive runs of `batch_size`, the last one shorter unless `drop_last`).
+    #[must_use]
+    pub fn rank_units(&self, units: u64, rank: u64, epoch: u64) -> Vec<u64> {
+        let Some(range) = self.rank_range(units, rank) else {
+            return Vec::new();
+        };
+        let order = self.epoch_order(units, epoch);
+        let (start, end) = (
+            usize::try_from(range.start).unwrap_or(usize::MAX),
+            usize::try_from(range.end).unwrap_or(usize::MAX),
+        );
+        order
+            .get(start..end)
+            .map(<[u64]>::to_vec)
+            .unwrap_or_default()
+    }
 }
 
 /// What a caller may fix of a run's access plan; `None` takes the rule of the module docs.
@@ -226,6 +357,84 @@ mod tests {
         assert!(SamplerConfig::from_json(r#"{"a":1,"a":2}"#).is_err());
         assert!(SamplerConfig::from_fields(0, 1, None, false).is_err());
         assert!(SamplerConfig::from_fields(1, 0, None, false).is_err());
+    }
+
+    fn sampler(world_size: u64, batch_size: u64, seed: Option<u64>, drop_last: bool) -> Sampler {
+        SamplerConfig::from_fields(world_size, batch_size, seed, drop_last)
+            .unwrap()
+            .sampler()
+            .unwrap()
+    }
+
+    #[test]
+    fn ranks_read_every_unit_once_without_drop_last() {
+        for units in 0..40 {
+            for world in 1..6 {
+                let s = sampler(world, 3, Some(units), false);
+                let mut all: Vec<u64> = (0..world)
+                    .flat_map(|rank| s.rank_units(units, rank, 2))
+                    .collect();
+                all.sort_unstable();
+                assert_eq!(
+                    all,
+                    (0..units).collect::<Vec<_>>(),
+                    "{units} units, {world} ranks"
+                );
+                let sizes: Vec<u64> = (0..world)
+                    .map(|r| s.rank_range(units, r).unwrap())
+                    .map(|r| r.end - r.start)
+                    .collect();
+                assert!(sizes.windows(2).all(|w| w[0] >= w[1] && w[0] - w[1] <= 1));
+            }
+        }
+    }
+
+    #[test]
+    fn drop_last_gives_every_rank_the_same_whole_batches() {
+        let s = sampler(3, 4, None, true);
+        // 29 units: floor(29 / 12) = 2 batches of 4 per rank, 24 read, 5 dropped.
+        let ranges: Vec<_> = (0..3).map(|r| s.rank_range(29, r).unwrap()).collect();
+        assert_eq!(ranges, [0..8, 8..16, 16..24]);
+        assert_eq!(s.rank_range(29, 3), None);
+        assert_eq!(s.rank_units(29, 1, 0), (8..16).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn epochs_reshuffle_only_with_a_seed() {
+        let seeded = sampler(1, 1, Some(7), false);
+        assert_ne!(seeded.epoch_order(50, 0), seeded.epoch_order(50, 1));
+        assert_eq!(seeded.epoch_order(50, 1), seeded.epoch_order(50, 1));
+        let plain = sampler(1, 1, None, false);
+        assert_eq!(plain.epoch_order(5, 3), [0, 1, 2, 3, 4]);
+        // epoch_seed_rule_v2's preimage: ["epoch_seed_v2", 7, 1].
+        let mut pre = vec![0x83, 0x6d];
+        pre.extend_from_slice(b"epoch_seed_v2");
+        pre.extend_from_slice(&[0x07, 0x01]);
+        let digest = crate::hash::sha256(&pre);
+        let want = u64::from_be_bytes(digest.0[..8].try_into().unwrap());
+        assert_eq!(seeded.epoch_seed(1), Some(want));
+    }
+
+    #[test]
+    fn sampler_fields_are_read_back_and_checked() {
+        let config = SamplerConfig::from_fields(8, 32, Some(1), true)
+            .unwrap()
+            .with("unit", Value::text("ald_chunk"));
+        assert_eq!(
+            config.sampler().unwrap(),
+            Sampler {
+                world_size: 8,
+                batch_size: 32,
+                shuffle_seed: Some(1),
+                drop_last: true
+            }
+        );
+        assert!(
+            SamplerConfig::from_json(r#"{"world_size": 2}"#)
+                .unwrap()
+                .sampler()
+                .is_err()
+        );
     }
 
     #[test]

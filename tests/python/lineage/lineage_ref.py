@@ -8,6 +8,9 @@ Usage:
     lineage_ref.py golden DIR          # checks every *.json golden vector in DIR, exit 1 on mismatch
     lineage_ref.py certificate FILE    # checks an execution certificate's form and Ed25519
                                        # signature (package `cryptography`), prints its payload
+    lineage_ref.py shard SPECS.json    # for each {"units", "world_size", "batch_size",
+                                       # "shuffle_seed", "drop_last", "epoch"}: the units each
+                                       # rank reads (docs/lineage.md §6.3), as a JSON array
 
 A case is an object:
     {"id": str, "tenant_id": str, "version": str,
@@ -473,6 +476,27 @@ def run_outputs(case, tenant, files, root, paths, th, snap, lineage_root_hash):
     }
 
 
+def rank_units(spec):
+    """rank_contiguous_shard_v1 over the epoch_seed_rule_v2 order: a list per rank."""
+    n, world, batch = spec["units"], spec["world_size"], spec["batch_size"]
+    seed = spec.get("shuffle_seed")
+    order = list(range(n))
+    if seed is not None:
+        epoch_seed = int.from_bytes(H(["epoch_seed_v2", seed, spec["epoch"]])[:8], "big")
+        order.sort(key=lambda i: (H([epoch_seed, i]), i))
+    ranks = []
+    for r in range(world):
+        if spec["drop_last"]:
+            per = n // (world * batch) * batch
+            start, end = r * per, (r + 1) * per
+        else:
+            base, extra = divmod(n, world)
+            start = r * base + min(r, extra)
+            end = start + base + (1 if r < extra else 0)
+        ranks.append(order[start:end])
+    return ranks
+
+
 CERTIFICATE_FIELDS = {"certificate", "payload", "public_key", "signature"}
 PAYLOAD_FIELDS = {"tenant_id", "run_id", "replay_token", "dataset_snapshot_id",
                   "data_access_plan_hash", "lineage_root_hash"}
@@ -534,6 +558,12 @@ def main(argv):
                 print(f"MISMATCH {name}: expected {vector['expect']}, got {got}", file=sys.stderr)
         print(f"{len(names) - bad}/{len(names)} golden vectors match")
         return 1 if bad else 0
+    if len(argv) == 3 and argv[1] == "shard":
+        with open(argv[2], encoding="utf-8") as f:
+            specs = json.load(f)
+        json.dump([rank_units(s) for s in specs], sys.stdout)
+        sys.stdout.write("\n")
+        return 0
     if len(argv) == 3 and argv[1] == "certificate":
         with open(argv[2], "rb") as f:
             data = f.read()
