@@ -266,6 +266,13 @@ pub struct Store {
 /// A step of a publish, for tests that stop one midway (`fail_at`).
 pub(crate) type Hook<'a> = &'a mut dyn FnMut(&'static str) -> Result<()>;
 
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
 fn to_i64(what: &'static str, v: u64) -> Result<i64> {
     i64::try_from(v).map_err(|_| Error::InvalidArgument {
         what,
@@ -414,9 +421,17 @@ impl Store {
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(Error::sql("setting busy_timeout"))?;
         // WAL: readers never block the one writer; FULL: a commit is durable when it returns.
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(Error::sql("setting WAL mode"))?;
+        // Switching a new database to WAL takes a lock SQLite does not wait for (no busy
+        // handler), so a process that opens a new catalog while another does retries.
+        let started = std::time::Instant::now();
+        let mode: String = loop {
+            match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)) {
+                Err(e) if is_busy(&e) && started.elapsed() < BUSY_TIMEOUT => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                other => break other.map_err(Error::sql("setting WAL mode"))?,
+            }
+        };
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(Error::CatalogCorrupt {
                 what: "journal_mode",
