@@ -66,6 +66,14 @@ pub enum Error {
         /// The ID asked for.
         snapshot_id: Digest,
     },
+    /// No snapshot, or more than one, starts with the ID prefix given.
+    #[error("SNAPSHOT_NOT_FOUND: {given:?}: {reason}")]
+    UnknownSnapshot {
+        /// The ID or prefix as given.
+        given: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// A tenant, dataset name or other argument the store cannot take.
     #[error("INVALID_ARGUMENT: {what}: {reason}")]
     InvalidArgument {
@@ -125,7 +133,7 @@ impl Error {
             Self::ObjectMissing { .. } => "OBJECT_MISSING",
             Self::SnapshotPublished { .. } => "SNAPSHOT_PUBLISHED",
             Self::VersionExists { .. } => "VERSION_EXISTS",
-            Self::SnapshotNotFound { .. } => "SNAPSHOT_NOT_FOUND",
+            Self::SnapshotNotFound { .. } | Self::UnknownSnapshot { .. } => "SNAPSHOT_NOT_FOUND",
             Self::InvalidArgument { .. } => "INVALID_ARGUMENT",
             Self::CatalogVersion { .. } => "CATALOG_VERSION",
             Self::CatalogCorrupt { .. } => "CATALOG_CORRUPT",

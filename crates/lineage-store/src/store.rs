@@ -754,6 +754,42 @@ impl Store {
         Ok(n > 0)
     }
 
+    /// The snapshot whose ID is `given` or starts with it (at least 4 hex digits).
+    ///
+    /// # Errors
+    /// [`Error::UnknownSnapshot`]: not hex, too short, no match, or several.
+    pub fn resolve_snapshot(&self, given: &str) -> Result<Digest> {
+        let fail = |reason| Error::UnknownSnapshot {
+            given: given.to_owned(),
+            reason,
+        };
+        let prefix = given.to_ascii_lowercase();
+        if prefix.len() < 4 || prefix.len() > 64 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(fail("expected 4 to 64 hex digits of a snapshot ID"));
+        }
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT snapshot_id FROM snapshots WHERE substr(snapshot_id, 1, ?2) = ?1 LIMIT 2",
+            )
+            .map_err(Error::sql("resolving a snapshot ID"))?;
+        let ids: Vec<String> = st
+            .query_map(
+                params![prefix, i64::try_from(prefix.len()).unwrap_or(64)],
+                |r| r.get(0),
+            )
+            .map_err(Error::sql("resolving a snapshot ID"))?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(Error::sql("resolving a snapshot ID"))?;
+        match ids.as_slice() {
+            [one] => digest("snapshots.snapshot_id", one),
+            [] => Err(fail("no snapshot in the catalog has this ID")),
+            _ => Err(fail(
+                "several snapshots start with this prefix; give more digits",
+            )),
+        }
+    }
+
     /// The catalog row of a snapshot.
     ///
     /// # Errors
