@@ -1,4 +1,4 @@
-//! The catalog's SQL schema and its migrations (`docs/lineage.md` §14 lists every table, column
+//! The catalog's SQL schema and its migrations (`docs/lineage.md` §15 lists every table, column
 //! and trigger).
 //!
 //! **Migration rule:** `PRAGMA user_version` is the number of migrations applied. Migration `n`

@@ -1025,7 +1025,7 @@ impl Store {
         })
     }
 
-    /// Collects what retention allows at `now_utc` (see `docs/lineage.md` §15): the objects that
+    /// Collects what retention allows at `now_utc` (see `docs/lineage.md` §16): the objects that
     /// `lineage::retention::plan_gc` finds collectible, per tenant, with roots = every pinned
     /// object, every `pin_root_refs` entry, and the root object of every active (published, not
     /// expired) snapshot; then the snapshot rows of collected roots, and object-store keys no row
