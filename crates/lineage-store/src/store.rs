@@ -666,35 +666,63 @@ impl Store {
         meta: &RetentionMeta,
         now_utc: u64,
     ) -> Result<ObjectRef> {
+        let mut refs = self.put_objects(&[(object.clone(), meta.clone())], now_utc)?;
+        refs.pop().ok_or(Error::InvalidArgument {
+            what: "objects",
+            reason: "nothing was stored",
+        })
+    }
+
+    /// Stores many objects: every file first, then one transaction for every row. A reference
+    /// may name an object stored before or one earlier in `objects`.
+    ///
+    /// # Errors
+    /// As [`put_object`](Self::put_object); on an error no row is written.
+    pub fn put_objects(
+        &mut self,
+        objects: &[(LineageObject, RetentionMeta)],
+        now_utc: u64,
+    ) -> Result<Vec<ObjectRef>> {
         let now = to_i64("now", now_utc)?;
-        if let Some(r) = object.refs.iter().find(|r| r.tenant_id != object.tenant_id) {
-            return Err(lineage::Error::CrossTenantReference {
-                expected: object.tenant_id.clone(),
-                found: r.tenant_id.clone(),
-                object_id: r.object_id,
-            }
-            .into());
-        }
-        let _lock = self.lock(false)?;
-        let stored = self
-            .objects
-            .put(&object.tenant_id, object.object_type, &object.payload)?;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(Error::sql("starting an object insert"))?;
-        for r in &object.refs {
-            if !object_row_exists(&tx, r)? {
-                return Err(lineage::Error::MissingLineageRef {
-                    object_type: r.object_type.as_str(),
+        for (object, _) in objects {
+            if let Some(r) = object.refs.iter().find(|r| r.tenant_id != object.tenant_id) {
+                return Err(lineage::Error::CrossTenantReference {
+                    expected: object.tenant_id.clone(),
+                    found: r.tenant_id.clone(),
                     object_id: r.object_id,
                 }
                 .into());
             }
         }
-        insert_object(&tx, object, stored.size, meta, now)?;
-        tx.commit().map_err(Error::sql("committing an object"))?;
-        Ok(stored.object)
+        let _lock = self.lock(false)?;
+        let mut stored = Vec::with_capacity(objects.len());
+        for (object, _) in objects {
+            stored.push(self.objects.put(
+                &object.tenant_id,
+                object.object_type,
+                &object.payload,
+            )?);
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(Error::sql("starting an object insert"))?;
+        let mut earlier: HashSet<&ObjectRef> = HashSet::new();
+        for ((object, meta), s) in objects.iter().zip(&stored) {
+            for r in &object.refs {
+                if !earlier.contains(r) && !object_row_exists(&tx, r)? {
+                    return Err(lineage::Error::MissingLineageRef {
+                        object_type: r.object_type.as_str(),
+                        object_id: r.object_id,
+                    }
+                    .into());
+                }
+            }
+            insert_object(&tx, object, s.size, meta, now)?;
+            earlier.insert(&s.object);
+        }
+        tx.commit().map_err(Error::sql("committing objects"))?;
+        Ok(stored.into_iter().map(|s| s.object).collect())
     }
 
     /// Pins `object` (stored) as a GC root under `label`.
@@ -1220,12 +1248,16 @@ impl Store {
 }
 
 fn object_row_exists(tx: &Transaction<'_>, o: &ObjectRef) -> Result<bool> {
-    tx.query_row(
+    tx.prepare_cached(
         "SELECT 1 FROM objects WHERE tenant_id = ?1 AND object_type = ?2 AND object_id = ?3",
-        params![o.tenant_id, o.object_type.as_str(), o.object_id.to_hex()],
-        |_| Ok(()),
     )
-    .optional()
+    .and_then(|mut st| {
+        st.query_row(
+            params![o.tenant_id, o.object_type.as_str(), o.object_id.to_hex()],
+            |_| Ok(()),
+        )
+        .optional()
+    })
     .map(|r| r.is_some())
     .map_err(Error::sql("looking up an object"))
 }

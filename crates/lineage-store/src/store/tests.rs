@@ -495,3 +495,39 @@ fn a_missing_object_file_is_reported_by_check() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn a_batch_may_reference_its_own_earlier_objects_and_fails_whole() -> Result<()> {
+    let (_d, mut store) = open();
+    let m = RetentionMeta::default();
+    let a = LineageObject {
+        tenant_id: "acme".into(),
+        object_type: ObjectType::Policy,
+        payload: Value::text("a"),
+        refs: vec![],
+    };
+    let b = LineageObject {
+        refs: vec![a.as_ref_to()],
+        payload: Value::text("b"),
+        ..a.clone()
+    };
+    let refs = store.put_objects(&[(a.clone(), m.clone()), (b.clone(), m.clone())], T0)?;
+    assert_eq!(refs, vec![a.as_ref_to(), b.as_ref_to()]);
+    // A reference to a later object of the batch is missing: no row of the batch is written.
+    let c = LineageObject {
+        payload: Value::text("c"),
+        refs: vec![],
+        ..a.clone()
+    };
+    let d = LineageObject {
+        payload: Value::text("d"),
+        refs: vec![c.as_ref_to()],
+        ..a
+    };
+    assert!(matches!(
+        store.put_objects(&[(d, m.clone()), (c, m)], T0),
+        Err(Error::Lineage(lineage::Error::MissingLineageRef { .. }))
+    ));
+    assert_eq!(count(&store, "objects"), 2);
+    Ok(())
+}
