@@ -314,7 +314,8 @@ fn spawn_child(task: &str) -> Child {
 
 /// Entry point of the child processes of the multi-process tests (see the module docs). Tasks:
 /// `publish|DIR|WORKER|N` publishes N snapshots (and N ephemeral artifacts, and a GC every 8),
-/// `forever|DIR|WORKER` publishes until killed.
+/// `forever|DIR|WORKER` publishes until killed, `churn|DIR|WORKER` publishes expiring snapshots
+/// and artifacts and collects them until killed.
 #[test]
 fn child_process() {
     let Ok(task) = std::env::var(CHILD_ENV) else {
@@ -323,6 +324,10 @@ fn child_process() {
     let parts: Vec<&str> = task.split('|').collect();
     let dir = Path::new(parts[1]);
     let worker = parts[2];
+    if parts[0] == "churn" {
+        churn(dir, worker);
+        return;
+    }
     let n: u64 = parts.get(3).map_or(u64::MAX, |n| n.parse().expect("count"));
     let mut store = Store::open(dir).expect("open");
     let mut i = 0;
@@ -357,6 +362,40 @@ fn child_process() {
             store.gc(1000 + i, false).expect("gc");
         }
         i += 1;
+    }
+}
+
+/// Publishes snapshots that expire at once and artifacts over them, and collects them, forever.
+fn churn(dir: &Path, worker: &str) {
+    let mut store = Store::open(dir).expect("open");
+    for i in 0u64.. {
+        let files: Vec<(String, Vec<u8>)> = (0..3)
+            .map(|f| (format!("f{f}"), format!("{worker}-{i}-{f}").into_bytes()))
+            .collect();
+        let rec = record(
+            &format!("churn-{worker}"),
+            &format!("v{i}"),
+            &files,
+            u8::try_from(i % 4).expect("small"),
+            meta(RetentionClass::Ephemeral, Some(i)),
+        );
+        store.publish(&rec, i).expect("publish");
+        let root = rec.lineage_objects().pop().expect("dataset").as_ref_to();
+        let batch: Vec<_> = (0..20u64)
+            .map(|k| {
+                (
+                    LineageObject {
+                        tenant_id: "acme".into(),
+                        object_type: ObjectType::Artifact,
+                        payload: Value::Array(vec![Value::Unsigned(i), Value::Unsigned(k)]),
+                        refs: vec![root.clone()],
+                    },
+                    meta(RetentionClass::Ephemeral, None),
+                )
+            })
+            .collect();
+        store.put_objects(&batch, i).expect("put");
+        store.gc(i, false).expect("gc");
     }
 }
 
@@ -399,6 +438,31 @@ fn two_processes_publish_into_one_catalog_concurrently() {
         )
         .expect("count");
     assert_eq!(artifacts, 0);
+}
+
+#[test]
+fn a_process_killed_mid_gc_leaves_no_row_without_its_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().display().to_string();
+    for round in 0..4u64 {
+        let mut child = spawn_child(&format!("churn|{root}|c{round}"));
+        std::thread::sleep(Duration::from_millis(150 + 170 * round));
+        child.kill().expect("kill");
+        let _ = child.wait();
+        let store = Store::open(dir.path()).expect("open after kill");
+        let check = store.check().expect("check");
+        assert!(check.is_ok(), "round {round}: {check:?}");
+    }
+    let mut store = Store::open(dir.path()).expect("open");
+    store.gc(u64::MAX >> 2, false).expect("gc");
+    assert!(store.check().expect("check").is_ok());
+    assert!(
+        store
+            .gc(u64::MAX >> 2, true)
+            .expect("dry run")
+            .leftovers
+            .is_empty()
+    );
 }
 
 #[test]
