@@ -310,6 +310,15 @@ impl ObjectStore {
         Ok((objects, other))
     }
 
+    /// Calls `visit` with every key stored: the object it names, or `None` for a key that is no
+    /// object (a leftover of an interrupted write). Memory does not grow with the store.
+    ///
+    /// # Errors
+    /// I/O.
+    pub fn visit(&self, visit: &mut dyn FnMut(Option<ObjectRef>, &str)) -> Result<()> {
+        self.backend.list(&mut |key| visit(parse_key(key), key))
+    }
+
     /// Removes a key that [`list`](Self::list) reported as no object.
     ///
     /// # Errors

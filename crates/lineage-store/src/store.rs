@@ -1081,7 +1081,6 @@ impl Store {
             dry_run,
             ..GcReport::default()
         };
-        let mut names: HashSet<String> = HashSet::new();
         for (tenant, g) in &graph {
             let collect: BTreeSet<ObjectKey> = plan_gc(&g.objects, &g.active_roots, now_utc)
                 .into_iter()
@@ -1101,7 +1100,6 @@ impl Store {
                     report.collected.push(Collected { object, size_bytes });
                 } else {
                     report.objects_kept += 1;
-                    names.insert(crate::cas::object_key(&object)?);
                 }
             }
         }
@@ -1138,20 +1136,19 @@ impl Store {
             drop(tx);
         }
         // Files no row names: leftovers of publishes that stopped before their commit (no
-        // publish is in flight: the exclusive lock is held).
-        let (stored, other) = self.objects.list()?;
-        let collected: HashSet<String> = report
-            .collected
-            .iter()
-            .map(|c| crate::cas::object_key(&c.object))
-            .collect::<Result<_>>()?;
-        for o in stored {
-            let key = crate::cas::object_key(&o)?;
-            if !names.contains(&key) && !collected.contains(&key) {
-                report.leftovers.push(key);
+        // publish is in flight: the exclusive lock is held). Every object row read above, kept
+        // or collected, is named; the files of the collected ones are gone already (or, in a
+        // dry run, reported as collected).
+        self.objects.visit(&mut |object, key| {
+            let named = object.is_some_and(|o| {
+                graph
+                    .get(&o.tenant_id)
+                    .is_some_and(|g| g.objects.contains_key(&(o.object_type, o.object_id)))
+            });
+            if !named {
+                report.leftovers.push(key.to_owned());
             }
-        }
-        report.leftovers.extend(other);
+        })?;
         report.leftovers.sort();
         if !dry_run {
             for key in &report.leftovers {
