@@ -99,6 +99,8 @@ CREATE TABLE snapshots (
     FOREIGN KEY (tenant_id, root_type, snapshot_id) REFERENCES objects DEFERRABLE INITIALLY DEFERRED
 );
 CREATE INDEX snapshots_by_dataset ON snapshots (dataset_name, created_utc);
+-- The root-object foreign key's own index: deleting an object looks up the snapshot it roots.
+CREATE UNIQUE INDEX snapshots_by_root ON snapshots (tenant_id, root_type, snapshot_id);
 
 -- The files of a snapshot (sample order is path order).
 CREATE TABLE snapshot_sources (
@@ -163,7 +165,7 @@ WHEN OLD.state = 'published'
 BEGIN SELECT RAISE(ABORT, 'SNAPSHOT_PUBLISHED: a published snapshot is immutable'); END;
 
 CREATE TRIGGER snapshots_no_delete BEFORE DELETE ON snapshots
-WHEN OLD.snapshot_id IN (SELECT snapshot_id FROM locked_snapshots)
+WHEN EXISTS (SELECT 1 FROM locked_snapshots WHERE snapshot_id = OLD.snapshot_id)
 BEGIN SELECT RAISE(ABORT, 'SNAPSHOT_PUBLISHED: a published snapshot is deleted only by the GC once expired'); END;
 
 CREATE TRIGGER sources_insert BEFORE INSERT ON snapshot_sources
@@ -173,7 +175,7 @@ CREATE TRIGGER sources_update BEFORE UPDATE ON snapshot_sources
 WHEN (SELECT state FROM snapshots WHERE snapshot_id = OLD.snapshot_id) = 'published'
 BEGIN SELECT RAISE(ABORT, 'SNAPSHOT_PUBLISHED: sources of a published snapshot are immutable'); END;
 CREATE TRIGGER sources_delete BEFORE DELETE ON snapshot_sources
-WHEN OLD.snapshot_id IN (SELECT snapshot_id FROM locked_snapshots)
+WHEN EXISTS (SELECT 1 FROM locked_snapshots WHERE snapshot_id = OLD.snapshot_id)
 BEGIN SELECT RAISE(ABORT, 'SNAPSHOT_PUBLISHED: sources of a published snapshot are immutable'); END;
 
 CREATE TRIGGER splits_insert BEFORE INSERT ON snapshot_splits
@@ -183,7 +185,7 @@ CREATE TRIGGER splits_update BEFORE UPDATE ON snapshot_splits
 WHEN (SELECT state FROM snapshots WHERE snapshot_id = OLD.snapshot_id) = 'published'
 BEGIN SELECT RAISE(ABORT, 'SNAPSHOT_PUBLISHED: splits of a published snapshot are immutable'); END;
 CREATE TRIGGER splits_delete BEFORE DELETE ON snapshot_splits
-WHEN OLD.snapshot_id IN (SELECT snapshot_id FROM locked_snapshots)
+WHEN EXISTS (SELECT 1 FROM locked_snapshots WHERE snapshot_id = OLD.snapshot_id)
 BEGIN SELECT RAISE(ABORT, 'SNAPSHOT_PUBLISHED: splits of a published snapshot are immutable'); END;
 
 CREATE TRIGGER transforms_insert BEFORE INSERT ON snapshot_transforms
@@ -193,7 +195,7 @@ CREATE TRIGGER transforms_update BEFORE UPDATE ON snapshot_transforms
 WHEN (SELECT state FROM snapshots WHERE snapshot_id = OLD.snapshot_id) = 'published'
 BEGIN SELECT RAISE(ABORT, 'SNAPSHOT_PUBLISHED: transforms of a published snapshot are immutable'); END;
 CREATE TRIGGER transforms_delete BEFORE DELETE ON snapshot_transforms
-WHEN OLD.snapshot_id IN (SELECT snapshot_id FROM locked_snapshots)
+WHEN EXISTS (SELECT 1 FROM locked_snapshots WHERE snapshot_id = OLD.snapshot_id)
 BEGIN SELECT RAISE(ABORT, 'SNAPSHOT_PUBLISHED: transforms of a published snapshot are immutable'); END;
 
 CREATE TRIGGER plans_insert BEFORE INSERT ON snapshot_plans
@@ -203,7 +205,7 @@ CREATE TRIGGER plans_update BEFORE UPDATE ON snapshot_plans
 WHEN (SELECT state FROM snapshots WHERE snapshot_id = OLD.snapshot_id) = 'published'
 BEGIN SELECT RAISE(ABORT, 'SNAPSHOT_PUBLISHED: plan hashes of a published snapshot are immutable'); END;
 CREATE TRIGGER plans_delete BEFORE DELETE ON snapshot_plans
-WHEN OLD.snapshot_id IN (SELECT snapshot_id FROM locked_snapshots)
+WHEN EXISTS (SELECT 1 FROM locked_snapshots WHERE snapshot_id = OLD.snapshot_id)
 BEGIN SELECT RAISE(ABORT, 'SNAPSHOT_PUBLISHED: plan hashes of a published snapshot are immutable'); END;
 
 -- Objects are content-addressed: no row ever changes. The edges of a published snapshot's root
