@@ -627,6 +627,11 @@ fn json_mode_reports_failures_as_one_json_object() {
             ],
             "",
         ),
+        (
+            "lineage",
+            vec!["--json", "log", "d", "--catalog", "no-catalog-here"],
+            "IO",
+        ),
     ] {
         let output = failed(&s, tool, &args);
         let value: serde_json::Value = serde_json::from_slice(&output.stdout)
@@ -658,6 +663,28 @@ fn json_mode_reports_failures_as_one_json_object() {
         (
             "lineage",
             vec!["--json", "split", "dataset", "--splits", "splits.json"],
+        ),
+        (
+            "lineage",
+            vec![
+                "--json",
+                "publish",
+                "dataset",
+                "--tenant",
+                "t",
+                "--version",
+                "v",
+                "--catalog",
+                "cat",
+            ],
+        ),
+        (
+            "lineage",
+            vec!["--json", "log", "dataset", "--catalog", "cat"],
+        ),
+        (
+            "lineage",
+            vec!["--json", "gc", "--dry-run", "--catalog", "cat"],
         ),
     ] {
         let output = ok(&s, tool, &args);

@@ -2,7 +2,17 @@
 //!
 //! A thin shell over the `lineage` crate: argument parsing, the progress bar, printing, following
 //! docs/cli.md through `cli-support`. Every failure is printed with the contract's failure code
-//! and exits with status 1 (2 for usage errors, as clap does).
+//! and exits with status 1 (2 for usage errors, as clap does). The catalog commands (`publish`,
+//! `show`, `log`, `diff`, `gc`) each live in their own module over `lineage-store`.
+
+mod catalog;
+mod diff;
+mod gc;
+mod log;
+mod plan;
+mod publish;
+mod records;
+mod show;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -22,9 +32,6 @@ use lineage::{
 };
 use serde_json::json;
 
-mod plan;
-mod records;
-
 /// Dataset lineage (UML_OS.Data.Lineage_v1): content-addressed snapshot IDs.
 ///
 /// `dataset_snapshot_id` commits to every file (path and bytes) under DIR, the split
@@ -32,6 +39,9 @@ mod records;
 /// docs/lineage.md. Exit status: 0 success, 1 failure (the message starts with the contract's
 /// failure code, e.g. SPLIT_FRACTION_SUM), 2 usage error, 3 stopped by --stop-after (resume with
 /// the same --checkpoint). Every command takes --json and --quiet; conventions: docs/cli.md.
+///
+/// `publish`, `show`, `log`, `diff` and `gc` work on a catalog directory: --catalog DIR, else
+/// $LINEAGE_CATALOG, else ./.lineage.
 #[derive(Parser, Debug)]
 #[command(name = "lineage", version, long_about)]
 struct Cli {
@@ -101,6 +111,18 @@ enum Command {
         #[arg(long)]
         expect: String,
     },
+    /// Record a snapshot of DIR (or of a `show --json` document) in the catalog and publish it:
+    /// from then on it cannot change.
+    Publish(publish::PublishArgs),
+    /// Print everything the catalog records about a snapshot.
+    Show(show::ShowArgs),
+    /// Print the history of a dataset (its snapshots, oldest first).
+    Log(log::LogArgs),
+    /// Print which files and splits changed between two snapshots.
+    Diff(diff::DiffArgs),
+    /// Delete the objects retention allows (unreachable from every pinned root and active
+    /// snapshot, past gc_eligible_after_utc, of a class that may go).
+    Gc(gc::GcArgs),
 }
 
 /// What `lineage split` takes as a sample.
@@ -182,6 +204,11 @@ fn main() -> ExitCode {
         error
             .downcast_ref::<lineage::Error>()
             .map(|le| le.failure_code().as_str().to_owned())
+            .or_else(|| {
+                error
+                    .downcast_ref::<lineage_store::Error>()
+                    .map(|se| se.code().to_owned())
+            })
     })
 }
 
@@ -400,6 +427,11 @@ fn split(dir: &Path, unit: SampleUnit, splits: &Path, symlinks_as_target_path: b
 
 fn run(cmd: Command) -> Result<Outcome> {
     match cmd {
+        Command::Publish(a) => publish::run(&a).map(|()| Outcome::Done),
+        Command::Show(a) => show::run(&a).map(|()| Outcome::Done),
+        Command::Log(a) => log::run(&a).map(|()| Outcome::Done),
+        Command::Diff(a) => diff::run(&a).map(|()| Outcome::Done),
+        Command::Gc(a) => gc::run(&a).map(|()| Outcome::Done),
         Command::Snapshot { snap, cert } => {
             let Some(run) = snapshot(&snap, Some(&cert))? else {
                 return Ok(Outcome::Stopped);

@@ -643,3 +643,266 @@ fn python_reference_reproduces_the_record_source_vectors() {
     );
     assert!(String::from_utf8_lossy(&out).contains("golden vectors match"));
 }
+
+// The catalog commands: publish, show, log, diff, gc.
+
+/// `lineage --json ARGS` in `dir`, parsed.
+fn lineage_json(dir: &Path, args: &[&str]) -> Value {
+    let out = lineage(dir, &[&["--json"], args].concat());
+    assert_exit(&out, 0);
+    serde_json::from_slice(&out.stdout).expect("one JSON document")
+}
+
+fn golden_id() -> String {
+    golden()["expect"]["dataset_snapshot_id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
+#[test]
+fn publish_records_the_golden_snapshot_and_show_prints_it_whole() {
+    let d = setup();
+    let p = lineage_json(
+        d.path(),
+        &[&["publish"], SNAP, &["--dataset", "words"]].concat(),
+    );
+    assert_eq!(p["dataset_snapshot_id"], golden_id().as_str());
+    assert_eq!(p["state"], "published");
+    assert_eq!(p["already_published"], false);
+    assert!(d.path().join(".lineage/catalog.sqlite").is_file());
+    // Again: nothing to do.
+    let again = lineage_json(
+        d.path(),
+        &[&["publish"], SNAP, &["--dataset", "words"]].concat(),
+    );
+    assert_eq!(again["already_published"], true);
+    let show = lineage_json(d.path(), &["show", &golden_id()[..10]]);
+    assert_eq!(show["dataset_snapshot_id"], golden_id().as_str());
+    assert_eq!(show["sources"].as_array().map(Vec::len), Some(3));
+    assert_eq!(show["sources"][1]["path"], "b/c.bin");
+    assert_eq!(show["splits"][0]["split_name"], "test");
+    assert_eq!(show["transforms"][1]["op"], "lowercase");
+    assert_eq!(
+        show["lineage_root_hash"],
+        golden()["expect"]["lineage_root_hash"]
+    );
+    // The JSON is a complete record: published into another catalog it gives the same ID.
+    std::fs::write(d.path().join("rec.json"), show.to_string()).expect("write");
+    let p2 = lineage_json(
+        d.path(),
+        &["publish", "--from", "rec.json", "--catalog", "other"],
+    );
+    assert_eq!(p2["dataset_snapshot_id"], golden_id().as_str());
+    // A record whose ID does not match its content is refused.
+    let mut forged = show.clone();
+    forged["sources"][0]["content_hash"] = Value::from("00".repeat(32));
+    std::fs::write(d.path().join("forged.json"), forged.to_string()).expect("write");
+    let out = lineage(
+        d.path(),
+        &["publish", "--from", "forged.json", "--catalog", "third"],
+    );
+    assert_exit(&out, 1);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("SNAPSHOT_HASH_MISMATCH"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_published_version_cannot_name_other_content() {
+    let d = setup();
+    let p = lineage_json(
+        d.path(),
+        &[&["publish"], SNAP, &["--dataset", "words"]].concat(),
+    );
+    assert_eq!(p["state"], "published");
+    std::fs::write(d.path().join("data/a.txt"), b"changed").expect("write");
+    let out = lineage(
+        d.path(),
+        &[&["publish"], SNAP, &["--dataset", "words"]].concat(),
+    );
+    assert_exit(&out, 1);
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("lineage: VERSION_EXISTS"));
+    // With --json the failure is one object on stdout.
+    let out = lineage(
+        d.path(),
+        &[&["--json", "publish"], SNAP, &["--dataset", "words"]].concat(),
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["error"]["code"], "VERSION_EXISTS");
+}
+
+#[test]
+fn log_and_diff_follow_a_dataset_through_versions() {
+    let d = setup();
+    let publish = |version: &str| {
+        lineage_json(
+            d.path(),
+            &[
+                "publish",
+                "data",
+                "--tenant",
+                "acme",
+                "--version",
+                version,
+                "--dataset",
+                "words",
+                "--splits",
+                "splits.json",
+            ],
+        )["dataset_snapshot_id"]
+            .as_str()
+            .expect("id")
+            .to_owned()
+    };
+    let v1 = publish("v1");
+    std::fs::write(d.path().join("data/a.txt"), b"HELLO").expect("write");
+    std::fs::remove_file(d.path().join("data/d.txt")).expect("rm");
+    std::fs::write(d.path().join("data/e.txt"), b"new").expect("write");
+    std::fs::write(
+        d.path().join("splits.json"),
+        r#"[{"split_name":"train","split_fraction":1.0}]"#,
+    )
+    .expect("write");
+    let v2 = publish("v2");
+    let log = lineage_json(d.path(), &["log", "words"]);
+    let ids: Vec<&str> = log
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|s| s["dataset_snapshot_id"].as_str())
+        .collect();
+    assert_eq!(ids, [v1.as_str(), v2.as_str()]);
+    let diff = lineage_json(d.path(), &["diff", &v1, &v2]);
+    assert_eq!(diff["files_added"][0]["path"], "e.txt");
+    assert_eq!(diff["files_removed"][0]["path"], "d.txt");
+    assert_eq!(diff["files_changed"][0]["path"], "a.txt");
+    assert_eq!(diff["splits_removed"][0]["split_name"], "test");
+    assert_eq!(diff["splits_changed"][0]["split_name"], "train");
+    assert_eq!(diff["transforms_changed"], false);
+    let text = lineage(d.path(), &["diff", &v1, &v2]);
+    assert_exit(&text, 0);
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(
+        text.contains("A file  e.txt") && text.contains("D split test"),
+        "{text}"
+    );
+}
+
+#[test]
+fn gc_collects_an_expired_snapshot_and_dry_run_deletes_nothing() {
+    let d = setup();
+    let keep = lineage_json(
+        d.path(),
+        &[
+            "publish",
+            "data",
+            "--tenant",
+            "acme",
+            "--version",
+            "keep",
+            "--dataset",
+            "w",
+        ],
+    );
+    std::fs::write(d.path().join("data/extra"), b"1").expect("write");
+    let old = lineage_json(
+        d.path(),
+        &[
+            "publish",
+            "data",
+            "--tenant",
+            "acme",
+            "--version",
+            "old",
+            "--dataset",
+            "w",
+            "--retention-class",
+            "ephemeral",
+            "--gc-eligible-after",
+            "2030-01-01T00:00:00Z",
+        ],
+    );
+    let old_id = old["dataset_snapshot_id"].as_str().expect("id");
+    let before = lineage_json(d.path(), &["gc", "--dry-run", "--at", "1893455999"]);
+    assert_eq!(before["collected"].as_array().map(Vec::len), Some(0));
+    let dry = lineage_json(
+        d.path(),
+        &["gc", "--dry-run", "--at", "2030-01-01T00:00:00Z"],
+    );
+    assert_eq!(dry["snapshots_removed"][0], old_id);
+    assert_eq!(dry["dry_run"], true);
+    lineage_json(d.path(), &["show", old_id]);
+    let gc = lineage_json(d.path(), &["gc", "--at", "2030-01-01T00:00:00Z"]);
+    assert_eq!(gc["collected"], dry["collected"]);
+    let out = lineage(d.path(), &["show", old_id]);
+    assert_exit(&out, 1);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SNAPSHOT_NOT_FOUND"));
+    lineage_json(
+        d.path(),
+        &["show", keep["dataset_snapshot_id"].as_str().expect("id")],
+    );
+    let store = lineage_store::Store::open(d.path().join(".lineage")).expect("open");
+    assert!(store.check().expect("check").is_ok());
+}
+
+#[test]
+fn read_commands_never_create_a_catalog_and_lineage_catalog_names_one() {
+    let d = setup();
+    let out = lineage(d.path(), &["log", "words", "--catalog", "nowhere"]);
+    assert_exit(&out, 1);
+    assert!(!d.path().join("nowhere").exists());
+    let out = Command::new(env!("CARGO_BIN_EXE_lineage"))
+        .current_dir(d.path())
+        .env("LINEAGE_CATALOG", "from-env")
+        .args([&["publish"], SNAP, &["--dataset", "words"]].concat())
+        .output()
+        .expect("run");
+    assert_exit(&out, 0);
+    assert!(d.path().join("from-env/catalog.sqlite").is_file());
+}
+
+#[test]
+fn two_lineage_processes_publish_into_one_catalog_at_once() {
+    let d = setup();
+    const N: usize = 12;
+    let workers: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|w| {
+            let dir = d.path().to_path_buf();
+            std::thread::spawn(move || {
+                for i in 0..N {
+                    let version = format!("{w}{i}");
+                    let out = lineage(
+                        &dir,
+                        &[
+                            "publish",
+                            "data",
+                            "--tenant",
+                            "acme",
+                            "--version",
+                            &version,
+                            "--dataset",
+                            w,
+                            "--threads",
+                            "1",
+                        ],
+                    );
+                    assert_exit(&out, 0);
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("worker");
+    }
+    for w in ["a", "b"] {
+        let log = lineage_json(d.path(), &["log", w]);
+        assert_eq!(log.as_array().map(Vec::len), Some(N), "{w}");
+    }
+    let store = lineage_store::Store::open(d.path().join(".lineage")).expect("open");
+    let check = store.check().expect("check");
+    assert!(check.is_ok(), "{check:?}");
+}

@@ -2,7 +2,9 @@
 //! invariant").
 //!
 //! The planner's one hard rule: nothing reachable from a pinned root (or from an object whose
-//! class is `golden` / `certified_release`) is ever marked collectible.
+//! class is `golden` / `certified_release`) is ever marked collectible. Beyond it, nothing that a
+//! kept object references is collected either, so a collection never leaves a dangling
+//! reference (`docs/lineage.md` §9).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -25,6 +27,14 @@ pub enum RetentionClass {
 }
 
 impl RetentionClass {
+    /// Every class, most durable first.
+    pub const ALL: [Self; 4] = [
+        Self::Golden,
+        Self::CertifiedRelease,
+        Self::Experimental,
+        Self::Ephemeral,
+    ];
+
     /// The contract's string.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
@@ -41,22 +51,19 @@ impl RetentionClass {
     /// # Errors
     /// [`Error::InvalidArgument`] outside the domain.
     pub fn parse(s: &str) -> Result<Self, Error> {
-        [
-            Self::Golden,
-            Self::CertifiedRelease,
-            Self::Experimental,
-            Self::Ephemeral,
-        ]
-        .into_iter()
-        .find(|c| c.as_str() == s)
-        .ok_or(Error::InvalidArgument {
-            what: "retention_class",
-            reason: "not in {golden, certified_release, experimental, ephemeral}",
-            source: None,
-        })
+        Self::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .ok_or(Error::InvalidArgument {
+                what: "retention_class",
+                reason: "not in {golden, certified_release, experimental, ephemeral}",
+                source: None,
+            })
     }
 
-    const fn is_permanent(self) -> bool {
+    /// `golden` and `certified_release`: never collected, and roots of the GC.
+    #[must_use]
+    pub const fn is_permanent(self) -> bool {
         matches!(self, Self::Golden | Self::CertifiedRelease)
     }
 }
@@ -76,6 +83,23 @@ pub struct RetentionMeta {
     pub gc_eligible_after_utc: Option<u64>,
 }
 
+impl RetentionMeta {
+    /// Whether this metadata alone lets its object go at `now_utc` (reachability aside): never
+    /// for a permanent class; at `gc_eligible_after_utc` and after when it is set; without a
+    /// time, at once for `ephemeral` and never for `experimental`.
+    ///
+    /// A catalog calls a published snapshot *expired* when its metadata is collectible.
+    #[must_use]
+    pub const fn collectible_at(&self, now_utc: u64) -> bool {
+        match (self.retention_class, self.gc_eligible_after_utc) {
+            (RetentionClass::Golden | RetentionClass::CertifiedRelease, _)
+            | (RetentionClass::Experimental, None) => false,
+            (RetentionClass::Ephemeral, None) => true,
+            (_, Some(t)) => now_utc >= t,
+        }
+    }
+}
+
 /// One object as the GC sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredObject {
@@ -88,11 +112,13 @@ pub struct StoredObject {
 /// Which objects may be collected at `now_utc`, given the store and the active roots
 /// (certificates / releases). Returns the collectible keys in sorted order.
 ///
-/// Roots are: `active_roots`, every `pin_root_refs` entry of every object, and every object of a
-/// permanent class. Everything reachable from a root through `refs` is kept; a missing
-/// reference target is ignored (nothing to collect). Of the rest, an object is collectible when
-/// its eligibility time has passed (`ephemeral` without a time: at once; `experimental` without a
-/// time: never).
+/// Roots are: `active_roots`, every `pin_root_refs` entry of every object, and every object its
+/// own metadata keeps ([`RetentionMeta::collectible_at`] false: a permanent class, a time not yet
+/// reached, `experimental` without a time). Everything reachable from a root through `refs` is
+/// kept, whatever its class or time; a missing reference target is ignored (nothing to collect).
+/// The rest is collectible: each such object is unreachable from every active and pinned root,
+/// its own metadata lets it go, and no kept object references it (so collecting never leaves a
+/// dangling reference).
 ///
 /// # Examples
 /// ```
@@ -114,7 +140,7 @@ pub fn plan_gc(
     let mut stack: Vec<ObjectKey> = active_roots.to_vec();
     for (k, o) in store {
         stack.extend(o.meta.pin_root_refs.iter().copied());
-        if o.meta.retention_class.is_permanent() {
+        if !o.meta.collectible_at(now_utc) {
             stack.push(*k);
         }
     }
@@ -128,17 +154,9 @@ pub fn plan_gc(
         }
     }
     store
-        .iter()
-        .filter(|(k, o)| {
-            !reachable.contains(*k)
-                && match (o.meta.retention_class, o.meta.gc_eligible_after_utc) {
-                    (RetentionClass::Golden | RetentionClass::CertifiedRelease, _)
-                    | (RetentionClass::Experimental, None) => false,
-                    (RetentionClass::Ephemeral, None) => true,
-                    (_, Some(t)) => now_utc >= t,
-                }
-        })
-        .map(|(k, _)| *k)
+        .keys()
+        .filter(|k| !reachable.contains(*k))
+        .copied()
         .collect()
 }
 
@@ -191,5 +209,33 @@ mod tests {
         store.insert(k(4), obj(RetentionClass::Experimental, None, vec![]));
         assert_eq!(plan_gc(&store, &[], 49), Vec::<ObjectKey>::new());
         assert_eq!(plan_gc(&store, &[], 50), vec![k(3)]);
+    }
+
+    #[test]
+    fn what_a_kept_object_references_is_kept_even_when_eligible() {
+        // k(1) is an experimental object without a time (kept by its own metadata); it
+        // references k(2), eligible since 0 and reachable from no root: collecting k(2) would
+        // leave k(1) pointing at nothing.
+        let mut store = BTreeMap::new();
+        store.insert(k(1), obj(RetentionClass::Experimental, None, vec![k(2)]));
+        store.insert(k(2), obj(RetentionClass::Ephemeral, Some(0), vec![k(3)]));
+        store.insert(k(3), obj(RetentionClass::Ephemeral, Some(0), vec![]));
+        store.insert(k(4), obj(RetentionClass::Ephemeral, Some(0), vec![k(3)]));
+        assert_eq!(plan_gc(&store, &[], 10), vec![k(4)]);
+    }
+
+    #[test]
+    fn collectible_at_follows_class_and_time() {
+        let m = |class, after| RetentionMeta {
+            retention_class: class,
+            pin_root_refs: vec![],
+            gc_eligible_after_utc: after,
+        };
+        assert!(!m(RetentionClass::Golden, Some(0)).collectible_at(u64::MAX));
+        assert!(!m(RetentionClass::CertifiedRelease, None).collectible_at(u64::MAX));
+        assert!(!m(RetentionClass::Experimental, None).collectible_at(u64::MAX));
+        assert!(m(RetentionClass::Ephemeral, None).collectible_at(0));
+        assert!(!m(RetentionClass::Experimental, Some(5)).collectible_at(4));
+        assert!(m(RetentionClass::Experimental, Some(5)).collectible_at(5));
     }
 }
