@@ -716,8 +716,8 @@ impl LaneSums {
     fn add_block(&mut self, a: &[f32; BLOCK_LEN], b: &[f32; BLOCK_LEN]) {
         self.add_terms(a, b);
         for b in b.as_chunks::<ERROR_LANES>().0 {
-            for lane in 0..ERROR_LANES {
-                self.approx_bits[lane] = self.approx_bits[lane].max(b[lane].to_bits() & ABS_MASK);
+            for (bits, value) in self.approx_bits.iter_mut().zip(b) {
+                *bits = (*bits).max(value.to_bits() & ABS_MASK);
             }
         }
     }
