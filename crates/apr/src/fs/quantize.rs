@@ -554,8 +554,6 @@ fn run_all(passes: &[&Pass<'_, '_>], threads: usize) {
 struct Buffers {
     /// One window's values as f32 (tensors stored as f16 or bf16).
     values: Vec<f32>,
-    /// One window dequantized, for the error.
-    scratch: Vec<f32>,
     /// One batch's blocks in placed mode (stays in cache from batch to batch).
     own: Vec<u8>,
 }
@@ -647,13 +645,8 @@ impl<'s, 'o> Pass<'s, 'o> {
     /// A thread's loop: claims batches until none is left or a value that is not finite was
     /// found.
     fn work(&self, buffers: &mut Buffers) {
-        let Buffers {
-            values,
-            scratch,
-            own,
-        } = buffers;
+        let Buffers { values, own } = buffers;
         values.resize(ERROR_WINDOW, 0.0);
-        scratch.resize(ERROR_WINDOW, 0.0);
         while !self.stop.load(Ordering::Relaxed) {
             let batch = self.next.fetch_add(1, Ordering::Relaxed);
             let Some(result) = self.results.get(batch) else {
@@ -675,7 +668,7 @@ impl<'s, 'o> Pass<'s, 'o> {
                     &mut own[..self.span(batch).len() / BLOCK_LEN * self.block_bytes]
                 }
             };
-            let mut found = self.batch(batch, dst, values, scratch);
+            let mut found = self.batch(batch, dst, values);
             match (&mut found, &self.output) {
                 (None, _) => self.stop.store(true, Ordering::Relaxed),
                 (Some(found), Output::Placed { out, at }) => {
@@ -699,13 +692,7 @@ impl<'s, 'o> Pass<'s, 'o> {
     }
 
     /// Checks, quantizes and measures batch `batch` into `dst`.
-    fn batch(
-        &self,
-        batch: usize,
-        dst: &mut [u8],
-        values: &mut [f32],
-        scratch: &mut [f32],
-    ) -> Option<BatchResult> {
+    fn batch(&self, batch: usize, dst: &mut [u8], values: &mut [f32]) -> Option<BatchResult> {
         let span = self.span(batch);
         let stored = self.stored(span.clone());
         self.pages.populate(stored);
@@ -720,7 +707,6 @@ impl<'s, 'o> Pass<'s, 'o> {
             span: span.clone(),
             dst: &mut *dst,
             values,
-            scratch,
             sums: &mut sums,
         });
         self.pages.release(stored);
@@ -741,17 +727,13 @@ impl<'s, 'o> Pass<'s, 'o> {
         range: std::ops::Range<usize>,
         dst: &mut [u8],
         values: &mut [f32],
-        scratch: &mut [f32],
     ) -> std::result::Result<WindowSums, KernelError> {
         if self.dtype == DType::F32 {
-            let original = self.stored(range);
-            kernels::quantize_blocks_le(self.quant, original, dst)?;
-            WindowSums::measure_blocks_le(self.quant, original, dst, scratch)
+            kernels::quantize_measure_le(self.quant, self.stored(range), dst)
         } else {
             let values = &mut values[..range.len()];
             load_values(self.dtype, self.bytes, range.start, values);
-            kernels::quantize_blocks(self.quant, values, dst)?;
-            WindowSums::measure_blocks(self.quant, values, dst, scratch)
+            kernels::quantize_measure(self.quant, values, dst)
         }
     }
 
@@ -840,7 +822,6 @@ struct Windows<'p, 's, 'o, 'w> {
     span: std::ops::Range<usize>,
     dst: &'w mut [u8],
     values: &'w mut [f32],
-    scratch: &'w mut [f32],
     /// Each window's sums, in order; short if a window failed.
     sums: &'w mut Vec<WindowSums>,
 }
@@ -855,7 +836,6 @@ impl pulp::WithSimd for Windows<'_, '_, '_, '_> {
             span,
             dst,
             values,
-            scratch,
             sums,
         } = self;
         for (start, dst) in span
@@ -864,7 +844,7 @@ impl pulp::WithSimd for Windows<'_, '_, '_, '_> {
             .zip(dst.chunks_mut(pass.window_bytes))
         {
             let end = (start + ERROR_WINDOW).min(span.end);
-            match pass.window(start..end, dst, values, scratch) {
+            match pass.window(start..end, dst, values) {
                 Ok(window) => sums.push(window),
                 Err(_) => break,
             }

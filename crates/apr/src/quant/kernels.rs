@@ -23,7 +23,16 @@
 //! so that LLVM vectorizes the per-block code without bounds checks); Q4_0 and Q4_1 share the nibble packing, so each type's
 //! code is only what it computes differently: its scale and the expression of each quant. The
 //! magnitude maximum is taken on the IEEE bit patterns (`|x|` as u32 is monotonic in `|x|` for
-//! finite values), an integer reduction that vectorizes.
+//! finite values), an integer reduction that vectorizes. The quants are computed as
+//! integer-valued floats (`floor_small`, `round_half_away`) and turned into bytes by bit
+//! arithmetic (`small_int`): the saturating `v as i32` that C's cast becomes in Rust does not
+//! vectorize and was a scalar loop per value. The scales' f16 conversions are half's software
+//! ones, inlined (a call per block spilled the vector registers).
+//!
+//! [`quantize_measure`] is the kernel and the error measurement of one window in one pass: each
+//! block kernel hands the block's approximation, computed from the quants and scales it just
+//! made with the dequantizer's operations, to the window's sums ([`WindowSums`]), instead of the
+//! blocks being written, read back, dequantized into a buffer and measured from it.
 
 use half::f16;
 
@@ -70,19 +79,44 @@ fn inverse(d: f32) -> f32 {
     if d == 0.0 { 0.0 } else { 1.0 / d }
 }
 
-/// C's `roundf` (half away from zero) of a finite value below 2^31 in magnitude, in steps that
-/// vectorize (the `roundf` libm call does not): `x - trunc(x)` is exact for floats, and a
-/// fraction of at least one half in magnitude moves the truncated value one step away from zero.
+/// 2^23: at and above it, every f32 is an integer.
+const TWO_POW_23: f32 = 8_388_608.0;
+
+/// `floor(v)` for `0 <= v < 2^22` (+0 for -0), in steps that vectorize on every target: the
+/// conversions `v as i32` (saturating) and `f32::trunc` (std only, a libm call without SSE4.1)
+/// do not, and were a scalar loop per value. `(v + 2^23) - 2^23` is `v` rounded to an integer
+/// (exact: the sum's unit in the last place is 1), one less if that rounded up.
 #[inline(always)]
-#[allow(
-    clippy::cast_possible_truncation,
-    reason = "callers pass |v| <= 128: the conversions are exact"
-)]
-fn round_half_away(v: f32) -> i32 {
-    let whole = v as i32;
-    #[allow(clippy::cast_precision_loss, reason = "|whole| <= 128 is exact in f32")]
-    let frac = v - whole as f32;
-    whole + i32::from(frac >= 0.5) - i32::from(frac <= -0.5)
+fn floor_small(v: f32) -> f32 {
+    let rounded = (v + TWO_POW_23) - TWO_POW_23;
+    if rounded > v { rounded - 1.0 } else { rounded }
+}
+
+/// `trunc(v)` for `|v| < 2^22` (NaN stays NaN): [`floor_small`] of `|v|`, with `v`'s sign.
+#[inline(always)]
+fn trunc_small(v: f32) -> f32 {
+    floor_small(v.abs()).copysign(v)
+}
+
+/// The integer `t` (an integer-valued f32, `|t| < 2^22`) as i32, without a float conversion:
+/// `t + 1.5 · 2^23` is exact and holds `t` in its low mantissa bits.
+#[inline(always)]
+fn small_int(t: f32) -> i32 {
+    const MAGIC: f32 = 12_582_912.0;
+    (t + MAGIC).to_bits().cast_signed() - MAGIC.to_bits().cast_signed()
+}
+
+/// C's `roundf` (half away from zero) of a finite value below 2^22 in magnitude, as an
+/// integer-valued f32, in steps that vectorize (the `roundf` libm call does not): `x - trunc(x)`
+/// is exact for floats, and a fraction of at least one half in magnitude moves the truncated
+/// value one step away from zero.
+#[inline(always)]
+fn round_half_away(v: f32) -> f32 {
+    let whole = trunc_small(v);
+    let frac = v - whole;
+    let up = if frac >= 0.5 { 1.0 } else { 0.0 };
+    let down = if frac <= -0.5 { 1.0 } else { 0.0 };
+    whole + up - down
 }
 
 /// The block loop of every kernel: checks that `src` is whole blocks of `IN` items and `dst`
@@ -128,29 +162,54 @@ fn q8_0_block(
     block: &[f32; BLOCK_LEN],
     dst: &mut [u8; Q8_0_BLOCK_BYTES],
 ) -> Result<(), KernelError> {
+    q8_0_block_measured(block, dst, &mut ())
+}
+
+/// One Q8_0 block, its approximation (`q * d`, as [`dequantize_q8_0`] computes it) given to
+/// `measure`.
+#[inline(always)]
+fn q8_0_block_measured(
+    block: &[f32; BLOCK_LEN],
+    dst: &mut [u8; Q8_0_BLOCK_BYTES],
+    measure: &mut impl Measure,
+) -> Result<(), KernelError> {
     let amax_bits = max_abs_bits(block);
     if amax_bits >= INF_BITS {
         return Err(KernelError::NonFinite);
     }
     let d = f32::from_bits(amax_bits) / 127.0;
     let id = inverse(d);
+    let d16 = f16::from_f32_const(d);
     let (scale, quants) = dst.split_at_mut(2);
-    scale.copy_from_slice(&f16::from_f32(d).to_le_bytes());
-    if id.is_infinite() {
-        // 1/d overflowed: x * id is ±inf or NaN, which the reference converts to 0.
-        quants.fill(0);
-        return Ok(());
+    scale.copy_from_slice(&d16.to_le_bytes());
+    // 1/d overflowed: x * id is ±inf or NaN, which the reference converts to 0.
+    // (Loops rather than `core::array::from_fn`, which LLVM may leave as a call, outside the
+    // vector extensions `pulp` compiles the kernels for.)
+    // The quants as integer-valued floats.
+    let mut q = [0.0f32; BLOCK_LEN];
+    if !id.is_infinite() {
+        for (q, &v) in q.iter_mut().zip(block) {
+            *q = round_half_away(v * id);
+        }
     }
-    for (q, &v) in quants.iter_mut().zip(block) {
+    for (byte, &q) in quants.iter_mut().zip(&q) {
         #[allow(
             clippy::cast_possible_truncation,
             clippy::cast_sign_loss,
-            reason = "|v * id| <= 127: an i8 stored as its byte"
+            reason = "|q| <= 127: an i8 stored as its byte"
         )]
         {
-            *q = round_half_away(v * id) as i8 as u8;
+            *byte = small_int(q) as i8 as u8;
         }
     }
+    let d = d16.to_f32_const();
+    measure.block(
+        block,
+        // `f32::from(q as i8) * d`, exactly.
+        #[inline(always)]
+        |k| q[k] * d,
+        d.is_finite(),
+    );
     Ok(())
 }
 
@@ -179,20 +238,33 @@ pub fn dequantize_q8_0(blocks: &[u8], out: &mut [f32]) -> Result<(), KernelError
 
 /// The 4-bit tail of Q4_0 and Q4_1: each value's quant `nibble(level(v))`, packed GGUF-style (low
 /// nibble = value `j`, high nibble = value `j + 16`); all zero when `1 / d` overflowed, as the
-/// reference gives.
+/// reference gives. Returns the quants, unpacked, as integer-valued floats (so that the
+/// quantizing, packing and dequantizing loops all stay in vector registers of f32 lanes).
 #[inline(always)]
-fn pack_nibbles(block: &[f32; BLOCK_LEN], id: f32, nibbles: &mut [u8], level: impl Fn(f32) -> f32) {
-    if id.is_infinite() {
-        nibbles.fill(0);
-        return;
+fn pack_nibbles(
+    block: &[f32; BLOCK_LEN],
+    id: f32,
+    nibbles: &mut [u8],
+    level: impl Fn(f32) -> f32,
+) -> [f32; BLOCK_LEN] {
+    let mut q = [0.0f32; BLOCK_LEN];
+    if !id.is_infinite() {
+        for (q, &v) in q.iter_mut().zip(block) {
+            *q = nibble(level(v));
+        }
     }
-    let mut q = [0u8; BLOCK_LEN];
-    for (q, &v) in q.iter_mut().zip(block) {
-        *q = nibble(level(v));
+    let (low, high) = q.split_at(16);
+    for ((byte, &low), &high) in nibbles.iter_mut().zip(low).zip(high) {
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "both quants are in 0..=15: a byte"
+        )]
+        {
+            *byte = (small_int(low) | (small_int(high) << 4)) as u8;
+        }
     }
-    for (j, byte) in nibbles.iter_mut().enumerate() {
-        *byte = q[j] | (q[j + 16] << 4);
-    }
+    q
 }
 
 /// The 4-bit head of Q4_0 and Q4_1 dequantization: value `j` from the low nibble of byte `j`,
@@ -220,6 +292,17 @@ pub fn quantize_q4_0(values: &[f32], out: &mut [u8]) -> Result<(), KernelError> 
 fn q4_0_block(
     block: &[f32; BLOCK_LEN],
     dst: &mut [u8; Q4_0_BLOCK_BYTES],
+) -> Result<(), KernelError> {
+    q4_0_block_measured(block, dst, &mut ())
+}
+
+/// One Q4_0 block, its approximation (`(q - 8) * d`, as [`dequantize_q4_0`] computes it) given
+/// to `measure`.
+#[inline(always)]
+fn q4_0_block_measured(
+    block: &[f32; BLOCK_LEN],
+    dst: &mut [u8; Q4_0_BLOCK_BYTES],
+    measure: &mut impl Measure,
 ) -> Result<(), KernelError> {
     // The first value of largest magnitude, with its sign (ggml: `if (amax < fabsf(v))`). It is
     // the block's maximum or its minimum, whichever is larger in magnitude (one vectorized pass
@@ -249,29 +332,40 @@ fn q4_0_block(
     };
     let d = max / -8.0;
     let id = inverse(d);
+    let d16 = f16::from_f32_const(d);
     let (scale, nibbles) = dst.split_at_mut(2);
-    scale.copy_from_slice(&f16::from_f32(d).to_le_bytes());
-    pack_nibbles(
+    scale.copy_from_slice(&d16.to_le_bytes());
+    let q = pack_nibbles(
         block,
         id,
         nibbles,
         #[inline(always)]
         |v| (v * id) + 8.5,
     );
+    let d = d16.to_f32_const();
+    measure.block(
+        block,
+        // `f32::from(i16::from(q) - 8)` of the byte, exactly.
+        #[inline(always)]
+        |k| d * (q[k] - 8.0),
+        d.is_finite(),
+    );
     Ok(())
 }
 
-/// `min(15, (uint8) trunc(v))` for the reference's `v` in `[0, 16.5]`; NaN gives 0 as in the
-/// reference (only reachable when Q4_1's range overflows). Through i32 because the f32 → i32
-/// truncation vectorizes (`cvttps2dq`) where the saturating f32 → u8 one does not.
+/// `min(15, (uint8) trunc(v))` for the reference's `v` in `[0, 16.5]`, as an integer-valued
+/// float; NaN gives 0 as in the reference (only reachable when Q4_1's range overflows), and so
+/// does anything below 0 (unreachable). In float steps, which vectorize where the saturating
+/// `v as i32` does not (see [`trunc_small`]).
 #[inline(always)]
-#[allow(
-    clippy::cast_possible_truncation,
-    clippy::cast_sign_loss,
-    reason = "v is in [0, 16.5] or NaN: truncation is the reference's, the clamp keeps 0..=15"
-)]
-fn nibble(v: f32) -> u8 {
-    (v as i32).clamp(0, 15) as u8
+fn nibble(v: f32) -> f32 {
+    if v >= 15.0 {
+        15.0
+    } else if v >= 0.0 {
+        floor_small(v)
+    } else {
+        0.0
+    }
 }
 
 /// Dequantizes Q4_0 blocks (18 bytes each) into `out`: `(q - 8) * d`.
@@ -359,6 +453,17 @@ fn q4_1_block(
     block: &[f32; BLOCK_LEN],
     dst: &mut [u8; Q4_1_BLOCK_BYTES],
 ) -> Result<(), KernelError> {
+    q4_1_block_measured(block, dst, &mut ())
+}
+
+/// One Q4_1 block, its approximation (`q * d + m`, as [`dequantize_q4_1`] computes it) given to
+/// `measure`.
+#[inline(always)]
+fn q4_1_block_measured(
+    block: &[f32; BLOCK_LEN],
+    dst: &mut [u8; Q4_1_BLOCK_BYTES],
+    measure: &mut impl Measure,
+) -> Result<(), KernelError> {
     let (min, max) = min_max(block);
     // A NaN sorts beyond ±infinity by its key, so a non-finite value shows in min or max.
     if !min.is_finite() || !max.is_finite() {
@@ -366,14 +471,22 @@ fn q4_1_block(
     }
     let d = (max - min) / 15.0;
     let id = inverse(d);
-    dst[0..2].copy_from_slice(&f16::from_f32(d).to_le_bytes());
-    dst[2..4].copy_from_slice(&f16::from_f32(min).to_le_bytes());
-    pack_nibbles(
+    let (d16, m16) = (f16::from_f32_const(d), f16::from_f32_const(min));
+    dst[0..2].copy_from_slice(&d16.to_le_bytes());
+    dst[2..4].copy_from_slice(&m16.to_le_bytes());
+    let q = pack_nibbles(
         block,
         id,
         &mut dst[4..],
         #[inline(always)]
         |v| (v - min) * id + 0.5,
+    );
+    let (d, m) = (d16.to_f32_const(), m16.to_f32_const());
+    measure.block(
+        block,
+        #[inline(always)]
+        |k| d * q[k] + m,
+        d.is_finite() && m.is_finite(),
     );
     Ok(())
 }
@@ -431,6 +544,16 @@ pub fn quantize_blocks(
     }
 }
 
+/// Bytes of one block of little-endian f32 values.
+const LE_BLOCK_BYTES: usize = BLOCK_LEN * 4;
+
+/// A block of little-endian f32 values, read.
+#[inline(always)]
+fn le_block(bytes: &[u8; LE_BLOCK_BYTES]) -> [f32; BLOCK_LEN] {
+    let (words, _) = bytes.as_chunks::<4>();
+    core::array::from_fn(|i| f32::from_le_bytes(words[i]))
+}
+
 /// [`quantize_blocks`] of values stored as little-endian f32 bytes (`bytes.len()` a multiple of
 /// 128), read in place: no aligned f32 copy of a mapped tensor is needed.
 ///
@@ -442,33 +565,97 @@ pub fn quantize_blocks_le(
     bytes: &[u8],
     out: &mut [u8],
 ) -> Result<(), KernelError> {
-    const IN: usize = BLOCK_LEN * 4;
-    #[inline(always)]
-    fn values(bytes: &[u8; IN]) -> [f32; BLOCK_LEN] {
-        let (words, _) = bytes.as_chunks::<4>();
-        core::array::from_fn(|i| f32::from_le_bytes(words[i]))
-    }
+    const IN: usize = LE_BLOCK_BYTES;
     match quant {
         super::QuantType::Q8_0 => for_each_block::<_, _, IN, Q8_0_BLOCK_BYTES>(
             bytes,
             out,
             #[inline(always)]
-            |b, dst| q8_0_block(&values(b), dst),
+            |b, dst| q8_0_block(&le_block(b), dst),
         ),
         super::QuantType::Q4_0 => for_each_block::<_, _, IN, Q4_0_BLOCK_BYTES>(
             bytes,
             out,
             #[inline(always)]
-            |b, dst| q4_0_block(&values(b), dst),
+            |b, dst| q4_0_block(&le_block(b), dst),
         ),
         super::QuantType::Q4_1 => for_each_block::<_, _, IN, Q4_1_BLOCK_BYTES>(
             bytes,
             out,
             #[inline(always)]
-            |b, dst| q4_1_block(&values(b), dst),
+            |b, dst| q4_1_block(&le_block(b), dst),
         ),
         super::QuantType::Q8Tensor | super::QuantType::Custom => Err(KernelError::Length),
     }
+}
+
+/// Quantizes one window of `values` (whole blocks, at most [`ERROR_WINDOW`]) to `quant` blocks
+/// in `out` and measures it, in one pass: the blocks of [`quantize_blocks`] and the sums of
+/// [`WindowSums::measure_blocks`], to the bit. Each block's approximation is computed from the
+/// quants and the scales just made (the operations of the dequantizer, in its order), while the
+/// block is in registers, instead of being read back from the bytes written.
+///
+/// # Errors
+/// As [`quantize_blocks`].
+#[inline(always)]
+pub fn quantize_measure(
+    quant: super::QuantType,
+    values: &[f32],
+    out: &mut [u8],
+) -> Result<WindowSums, KernelError> {
+    quantize_measure_with::<_, BLOCK_LEN>(
+        quant,
+        values,
+        out,
+        #[inline(always)]
+        |b| *b,
+    )
+}
+
+/// [`quantize_measure`] of values stored as little-endian f32 bytes (`bytes.len()` a multiple of
+/// 128), read in place.
+///
+/// # Errors
+/// As [`quantize_blocks`].
+#[inline(always)]
+pub fn quantize_measure_le(
+    quant: super::QuantType,
+    bytes: &[u8],
+    out: &mut [u8],
+) -> Result<WindowSums, KernelError> {
+    quantize_measure_with::<_, LE_BLOCK_BYTES>(quant, bytes, out, le_block)
+}
+
+#[inline(always)]
+fn quantize_measure_with<S, const IN: usize>(
+    quant: super::QuantType,
+    src: &[S],
+    out: &mut [u8],
+    block: impl Fn(&[S; IN]) -> [f32; BLOCK_LEN],
+) -> Result<WindowSums, KernelError> {
+    let mut sums = LaneSums::default();
+    match quant {
+        super::QuantType::Q8_0 => for_each_block::<_, _, IN, Q8_0_BLOCK_BYTES>(
+            src,
+            out,
+            #[inline(always)]
+            |b, dst| q8_0_block_measured(&block(b), dst, &mut sums),
+        ),
+        super::QuantType::Q4_0 => for_each_block::<_, _, IN, Q4_0_BLOCK_BYTES>(
+            src,
+            out,
+            #[inline(always)]
+            |b, dst| q4_0_block_measured(&block(b), dst, &mut sums),
+        ),
+        super::QuantType::Q4_1 => for_each_block::<_, _, IN, Q4_1_BLOCK_BYTES>(
+            src,
+            out,
+            #[inline(always)]
+            |b, dst| q4_1_block_measured(&block(b), dst, &mut sums),
+        ),
+        super::QuantType::Q8Tensor | super::QuantType::Custom => Err(KernelError::Length),
+    }?;
+    Ok(sums.window())
 }
 
 /// Dequantizes `blocks` with the kernel of the block type `quant`.
@@ -516,6 +703,9 @@ struct LaneSums {
     /// The largest |approximation| per lane as bits (monotonic for finite values): at or above
     /// infinity's bits when one is not finite. An integer maximum vectorizes.
     approx_bits: [u32; ERROR_LANES],
+    /// Whether a block's approximation was said not to be finite (by a kernel's
+    /// [`Measure::block`], from its scales).
+    non_finite: bool,
 }
 
 impl LaneSums {
@@ -524,6 +714,18 @@ impl LaneSums {
     /// f32), and that partial sum, widened, is added to the lane's f64 sum.
     #[inline(always)]
     fn add_block(&mut self, a: &[f32; BLOCK_LEN], b: &[f32; BLOCK_LEN]) {
+        self.add_terms(a, b);
+        for b in b.as_chunks::<ERROR_LANES>().0 {
+            for (bits, value) in self.approx_bits.iter_mut().zip(b) {
+                *bits = (*bits).max(value.to_bits() & ABS_MASK);
+            }
+        }
+    }
+
+    /// The sums of [`LaneSums::add_block`], without looking for approximations that are not
+    /// finite.
+    #[inline(always)]
+    fn add_terms(&mut self, a: &[f32; BLOCK_LEN], b: &[f32; BLOCK_LEN]) {
         let mut err = [0.0f32; ERROR_LANES];
         let mut norm = [0.0f32; ERROR_LANES];
         for (a, b) in a
@@ -536,13 +738,54 @@ impl LaneSums {
                 let diff = a[lane] - b[lane];
                 err[lane] += diff * diff;
                 norm[lane] += a[lane] * a[lane];
-                self.approx_bits[lane] = self.approx_bits[lane].max(b[lane].to_bits() & ABS_MASK);
             }
         }
         for lane in 0..ERROR_LANES {
             self.err[lane] += f64::from(err[lane]);
             self.norm[lane] += f64::from(norm[lane]);
         }
+    }
+
+    /// The window's sums: the lanes added pairwise,
+    /// `((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))`.
+    #[inline(always)]
+    fn window(self) -> WindowSums {
+        let fold = |l: [f64; ERROR_LANES]| {
+            ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))
+        };
+        WindowSums {
+            err: fold(self.err),
+            norm: fold(self.norm),
+            non_finite: self.non_finite || self.approx_bits.iter().any(|&bits| bits >= INF_BITS),
+        }
+    }
+}
+
+/// Where a block kernel puts what it knows of the block's approximation `deq(q(x))`: nowhere
+/// (`()`, the plain kernels), or into a window's sums ([`LaneSums`], [`quantize_measure`]).
+trait Measure {
+    /// Takes one block: its values, value `k`'s approximation `approx(k)`, and whether every
+    /// approximation is finite. Each kernel knows the last from its scales alone: an
+    /// approximation is a quant (at most 127 in magnitude) times the f16 scale, plus Q4_1's f16
+    /// minimum, so it is finite exactly when they are (a non-finite scale makes every value of
+    /// the block infinite or NaN, `inf * 0` included).
+    fn block(&mut self, original: &[f32; BLOCK_LEN], approx: impl Fn(usize) -> f32, finite: bool);
+}
+
+impl Measure for () {
+    #[inline(always)]
+    fn block(&mut self, _: &[f32; BLOCK_LEN], _: impl Fn(usize) -> f32, _: bool) {}
+}
+
+impl Measure for LaneSums {
+    #[inline(always)]
+    fn block(&mut self, original: &[f32; BLOCK_LEN], approx: impl Fn(usize) -> f32, finite: bool) {
+        let mut values = [0.0f32; BLOCK_LEN];
+        for (k, value) in values.iter_mut().enumerate() {
+            *value = approx(k);
+        }
+        self.add_terms(original, &values);
+        self.non_finite |= !finite;
     }
 }
 
@@ -593,19 +836,7 @@ impl WindowSums {
             }
             sums.add_block(&a, &b);
         }
-        let LaneSums {
-            err,
-            norm,
-            approx_bits,
-        } = sums;
-        let fold = |l: [f64; ERROR_LANES]| {
-            ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))
-        };
-        Self {
-            err: fold(err),
-            norm: fold(norm),
-            non_finite: approx_bits.iter().any(|&bits| bits >= INF_BITS),
-        }
+        sums.window()
     }
 
     /// Dequantizes `blocks` (of type `quant`) into `scratch` and measures them against
@@ -753,6 +984,89 @@ mod tests {
         }
     }
 
+    /// The fused pass gives the blocks of the kernels and the sums of dequantizing and then
+    /// measuring, to the bit, on blocks that reach every corner: zeros of both signs, ties of
+    /// `a` and `-a`, scales whose inverse overflows, scales that overflow f16 (an approximation
+    /// that is not finite), a NaN (refused), and ordinary noise, in windows of several lengths.
+    #[test]
+    fn quantize_measure_is_quantize_then_measure() {
+        let mut state = 0x2545_f491_u32;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            f32::from_bits(0x3f80_0000 | (state >> 9)) - 1.5
+        };
+        let mut blocks: Vec<[f32; BLOCK_LEN]> = Vec::new();
+        for scale in [1.0e-38f32, 1.0e-30, 1.0e-6, 0.02, 1.0, 3.0e4, 1.0e6, 1.0e37] {
+            for _ in 0..3 {
+                blocks.push(core::array::from_fn(|_| next() * scale));
+            }
+        }
+        let mut signed_zeros = [0.0f32; BLOCK_LEN];
+        signed_zeros[3] = -0.0;
+        blocks.extend([[0.0; BLOCK_LEN], [-0.0; BLOCK_LEN], signed_zeros]);
+        let mut tie: [f32; BLOCK_LEN] = core::array::from_fn(|_| next() * 0.1);
+        tie[5] = -2.0;
+        tie[9] = 2.0;
+        blocks.push(tie);
+        tie[5] = 2.0;
+        tie[9] = -2.0;
+        blocks.push(tie);
+        let mut nan: [f32; BLOCK_LEN] = core::array::from_fn(|_| next());
+        nan[17] = f32::NAN;
+        let values: Vec<f32> = blocks.iter().flatten().copied().collect();
+        let nan: Vec<f32> = values.iter().copied().chain(nan).collect();
+        let sums = |w: WindowSums| {
+            if w.non_finite {
+                (0, 0, true)
+            } else {
+                (w.err.to_bits(), w.norm.to_bits(), false)
+            }
+        };
+        for quant in [
+            super::super::QuantType::Q8_0,
+            super::super::QuantType::Q4_0,
+            super::super::QuantType::Q4_1,
+        ] {
+            let block_bytes = block_bytes(quant).unwrap();
+            // Each block alone, every block in one window, and a window of a NaN at the end.
+            let windows = blocks
+                .iter()
+                .map(<[f32; BLOCK_LEN]>::as_slice)
+                .chain([values.as_slice(), nan.as_slice()]);
+            for window in windows {
+                let mut separate = vec![0u8; window.len() / BLOCK_LEN * block_bytes];
+                let mut scratch = vec![0.0f32; window.len()];
+                let expected = quantize_blocks(quant, window, &mut separate).and_then(|()| {
+                    WindowSums::measure_blocks(quant, window, &separate, &mut scratch)
+                });
+                let le: Vec<u8> = window.iter().flat_map(|v| v.to_le_bytes()).collect();
+                for from_bytes in [false, true] {
+                    let mut out = vec![0u8; separate.len()];
+                    let got = if from_bytes {
+                        quantize_measure_le(quant, &le, &mut out)
+                    } else {
+                        quantize_measure(quant, window, &mut out)
+                    };
+                    match (&expected, got) {
+                        (Ok(expected), Ok(got)) => {
+                            assert_eq!(sums(*expected), sums(got), "{quant:?}");
+                            assert_eq!(out, separate, "{quant:?}");
+                        }
+                        (Err(expected), Err(got)) => assert_eq!(*expected, got),
+                        (expected, got) => panic!("{quant:?}: {expected:?} against {got:?}"),
+                    }
+                }
+            }
+        }
+        // Scales beyond f16 did make approximations that are not finite, which were compared.
+        let mut out = vec![0u8; Q4_0_BLOCK_BYTES];
+        let huge = [1.0e37f32; BLOCK_LEN];
+        let window = quantize_measure(super::super::QuantType::Q4_0, &huge, &mut out).unwrap();
+        assert!(window.non_finite);
+    }
+
     fn q8(values: &[f32]) -> Vec<u8> {
         let mut out = vec![0; values.len() / 32 * Q8_0_BLOCK_BYTES];
         quantize_q8_0(values, &mut out).unwrap();
@@ -764,9 +1078,78 @@ mod tests {
         for v in [
             0.5f32, 1.5, 2.5, -0.5, -2.5, 0.49999997, 126.5, -127.0, 0.0, -0.0,
         ] {
-            #[allow(clippy::cast_possible_truncation, reason = "test values are small")]
-            let expected = v.round() as i32;
-            assert_eq!(round_half_away(v), expected, "{v}");
+            assert_eq!(round_half_away(v), v.round(), "{v}");
+        }
+    }
+
+    /// Values around every integer and half-integer of the kernels' ranges (Q8_0's ±128, the
+    /// nibbles' 0..16.5), each with its neighbours one unit in the last place away, plus a grid
+    /// of fractions.
+    fn small_values() -> Vec<f32> {
+        let mut values = Vec::new();
+        for k in -300i16..=300 {
+            let v = f32::from(k) / 2.0;
+            values.extend([v, v.next_up(), v.next_down()]);
+        }
+        values.extend((-40_000i32..=40_000).map(|k| k as f32 / 256.0));
+        values.extend([0.0, -0.0, 1.0e-30, -1.0e-30, f32::MIN_POSITIVE]);
+        values
+    }
+
+    #[test]
+    fn vectorizable_steps_match_the_conversions() {
+        for v in small_values() {
+            assert_eq!(trunc_small(v).to_bits(), v.trunc().to_bits(), "{v}");
+            if v >= 0.0 {
+                assert_eq!(floor_small(v).to_bits(), (v.floor() + 0.0).to_bits(), "{v}");
+            }
+            assert_eq!(round_half_away(v), v.round(), "{v}");
+            #[allow(clippy::cast_possible_truncation, reason = "integers of |v| <= 150")]
+            let whole = v.trunc() as i32;
+            assert_eq!(small_int(v.trunc()), whole, "{v}");
+            // The nibble of the reference: `min(15, (uint8) trunc(v))`, NaN and below 0 giving 0.
+            #[allow(clippy::cast_precision_loss, reason = "0..=15")]
+            let expected = whole.clamp(0, 15) as f32;
+            assert_eq!(nibble(v).to_bits(), expected.to_bits(), "{v}");
+        }
+        assert!(trunc_small(f32::NAN).is_nan());
+        assert_eq!(nibble(f32::NAN).to_bits(), 0);
+        assert_eq!(nibble(f32::INFINITY), 15.0);
+        assert_eq!(nibble(f32::NEG_INFINITY).to_bits(), 0);
+    }
+
+    /// The scales' f16 conversions are half's software ones (inlined, no call per block): the
+    /// same bits as its hardware ones on every f16, and on f32 values around every f16 and
+    /// halfway between two.
+    #[test]
+    fn const_f16_conversions_match() {
+        for bits in 0..=u16::MAX {
+            let h = f16::from_bits(bits);
+            let (a, b) = (h.to_f32_const(), h.to_f32());
+            assert!(
+                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                "{bits:#x}"
+            );
+            if a.is_finite() {
+                let next = f16::from_bits(bits.wrapping_add(1)).to_f32();
+                let mid = f64::from(a).midpoint(f64::from(next));
+                #[allow(clippy::cast_possible_truncation, reason = "near f16 values")]
+                let mid = mid as f32;
+                for v in [
+                    a,
+                    a.next_up(),
+                    a.next_down(),
+                    mid,
+                    mid.next_up(),
+                    mid.next_down(),
+                ] {
+                    assert_eq!(
+                        f16::from_f32_const(v).to_bits(),
+                        f16::from_f32(v).to_bits(),
+                        "{v}"
+                    );
+                }
+            }
         }
     }
 
