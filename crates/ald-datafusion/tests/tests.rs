@@ -731,8 +731,10 @@ async fn statistics_are_exact_from_headers_and_chunk_indexes() {
     // Units: every chunk of a (8) and the whole of b (1).
     let units: usize = scan.partition_units().iter().map(Vec::len).sum();
     assert_eq!(units, 9);
-    // COUNT(*) is answered from the exact row count.
+    // COUNT(*) is answered from the exact row count, without a scan.
     assert_eq!(count(&ctx, "SELECT COUNT(*) FROM t").await, 1077);
+    let (plan, _) = run_plan(&ctx, "SELECT COUNT(*) FROM t").await;
+    assert!(scan_of(&plan).is_none(), "{plan:?}");
 }
 
 #[tokio::test]
