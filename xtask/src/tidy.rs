@@ -40,17 +40,19 @@ fn every_module_opens_with_a_module_doc() {
     );
 }
 
-/// Four crates copy `[workspace.lints]` because they need `unsafe` somewhere: the wasm harness
+/// Five crates copy `[workspace.lints]` because they need `unsafe` somewhere: the wasm harness
 /// (its exports need `#[unsafe(no_mangle)]`), `envelope-wasm` (wasm-bindgen's exports expand to
-/// `unsafe` glue), `mapped-file` (creating a memory map) and the bare-metal example (its entry
+/// `unsafe` glue), `mapped-file` (creating a memory map), `ald-datafusion` (the Arrow C Data
+/// Interface bridge from arrow 60 to DataFusion's arrow 59) and the bare-metal example (its entry
 /// point and allocator). This keeps the copies from drifting. The one allowed difference is
 /// `unsafe_code = "deny"` instead of `"forbid"`, and no other crate may leave the workspace lints.
 #[test]
 fn lint_copies_match_the_workspace() {
-    const COPIES: [&str; 4] = [
+    const COPIES: [&str; 5] = [
         "tests/wasm-roundtrip/Cargo.toml",
         "crates/envelope-wasm/Cargo.toml",
         "crates/mapped-file/Cargo.toml",
+        "crates/ald-datafusion/Cargo.toml",
         "examples/embedded-apr/Cargo.toml",
     ];
     let root = project_root();
@@ -300,10 +302,12 @@ fn trees_without_default_features_link_no_crypto() {
     for name in layers.keys() {
         if matches!(
             name.as_str(),
-            "envelope-crypto" | "envelope-sign" | "cli-support" | "test-support"
+            "envelope-crypto" | "envelope-sign" | "cli-support" | "test-support" | "ald-datafusion"
         ) || name.ends_with("-cli")
         {
-            // Crypto is what these crates are (or they are binaries, or test-only).
+            // Crypto is what these crates are (or they are binaries, or test-only, or, for
+            // ald-datafusion, a native consumer that decrypts and verifies with the session's
+            // keys, as the CLIs do).
             continue;
         }
         let run = crate::cargo::capture(
@@ -332,6 +336,79 @@ fn trees_without_default_features_link_no_crypto() {
         "crypto crates without default features:\n  {}",
         offenders.join("\n  ")
     );
+}
+
+/// The specs' blocklist (000 §1.0, 001 §1.0): crates no format crate may reach, in any
+/// configuration. `deny.toml` allows tokio only as a dependency of the crates that wrap it
+/// (DataFusion's, for `ald-datafusion`); this keeps those wrappers, and DataFusion itself, out of
+/// the format crates' trees.
+const BLOCKLIST: &[&str] = &[
+    "ring",
+    "openssl",
+    "openssl-sys",
+    "rayon",
+    "tokio",
+    "datafusion",
+    "object_store",
+];
+
+/// The blocklisted crates named in a `cargo tree --prefix none` listing.
+fn blocklisted_in_tree(tree: &str) -> Vec<String> {
+    let mut found: Vec<String> = tree
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| BLOCKLIST.contains(name))
+        .map(str::to_owned)
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// Every format crate (layers 0 to 5), with all its features and for every target, reaches none
+/// of the blocklist: tokio and its wrappers stay in the native-only crates at the top of the graph
+/// (`ald-datafusion`, layer 6).
+#[test]
+fn format_crates_reach_no_blocklisted_crate() {
+    let root = project_root();
+    let (layers, _) = layered_graph();
+    let mut offenders = Vec::new();
+    for (name, _) in layers.iter().filter(|(_, layer)| **layer <= 5) {
+        let run = crate::cargo::capture(
+            crate::cargo::cargo().args([
+                "tree",
+                "-p",
+                name,
+                "--all-features",
+                "--target",
+                "all",
+                "-e",
+                "normal,build",
+                "--prefix",
+                "none",
+                "--locked",
+            ]),
+            &root,
+        )
+        .expect("cargo tree runs");
+        assert!(run.ok, "cargo tree -p {name}: {}", run.stderr);
+        let found = blocklisted_in_tree(&run.stdout);
+        if !found.is_empty() {
+            offenders.push(format!("{name}: {}", found.join(", ")));
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "format crates that reach the blocklist:\n  {}",
+        offenders.join("\n  ")
+    );
+}
+
+#[test]
+fn a_planted_blocklisted_crate_is_caught() {
+    let tree = "ald v0.1.0 (/x)\nparquet v59.3.2\ntokio v1.54.1\nserde v1.0.0\n";
+    assert_eq!(blocklisted_in_tree(tree), ["tokio"]);
+    assert!(blocklisted_in_tree("ald v0.1.0\ntokio-util v0.7.0\n").is_empty());
 }
 
 #[test]

@@ -1,0 +1,526 @@
+//! The physical scan: [`AldScanExec`], whose partitions are groups of units of scan work (one
+//! STREAMING chunk, or a whole non-STREAMING file), each decoded through `ald` on a blocking
+//! thread and handed to DataFusion through the C Data Interface bridge.
+//!
+//! What is pushed down and what is not:
+//! - **Projection.** Only the columns asked for are handed to DataFusion (bridged and
+//!   materialized as DataFusion arrays); every operator above sees only them. The chunk itself is
+//!   decoded whole: an `.ald` chunk is compressed (and encrypted) as one stream and holds one Arrow
+//!   IPC record batch, which `ald`'s verified decoder (Arrow's `StreamDecoder`, which has no
+//!   projection) reads whole. So a projection saves the bridge and everything downstream, not the
+//!   decompression, decryption or IPC decoding of the other columns. `EXPLAIN` says so
+//!   (`decode=whole chunk`), and the `columns_bridged` metric counts what crossed.
+//! - **Limit.** Units are planned only until they hold `limit` rows (exact row counts from the
+//!   chunk index), each partition stops after `limit` rows, and a unit cut by the limit is read
+//!   with `ald`'s `get_rows`, which stops decoding a plain file's chunk once the rows are there.
+//!   A consumer that stops early (a `LIMIT` above a filter) stops the decoding thread: the next
+//!   send fails and no further chunk is read.
+//! - **Filters** are not pushed down (the file keeps no per-chunk column statistics to prune
+//!   with); DataFusion applies them above the scan.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::stats::Precision;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{Statistics, internal_err};
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::execution::TaskContext;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{
+    Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
+};
+use datafusion::physical_plan::stream::RecordBatchReceiverStream;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+    SendableRecordBatchStream, StatisticsArgs,
+};
+
+use crate::config::Keys;
+use crate::source::{self, Dataset, FileInfo};
+use crate::{Error, bridge};
+
+/// One unit of scan work: chunk `chunk` of file `file` (chunk 0 of a non-STREAMING file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Unit {
+    pub(crate) file: usize,
+    pub(crate) chunk: usize,
+    pub(crate) rows: u64,
+    pub(crate) decoded_bytes: u64,
+}
+
+/// Every unit of `files` in order, stopping once `limit` rows are covered.
+pub(crate) fn plan_units(files: &[FileInfo], limit: Option<usize>) -> Vec<Unit> {
+    let limit = limit.map_or(u64::MAX, |limit| limit as u64);
+    let mut units = Vec::new();
+    let mut covered = 0u64;
+    for (file, info) in files.iter().enumerate() {
+        for (chunk, entry) in info.chunks.iter().enumerate() {
+            if covered >= limit {
+                return units;
+            }
+            if entry.item_count == 0 {
+                continue;
+            }
+            covered = covered.saturating_add(entry.item_count);
+            units.push(Unit {
+                file,
+                chunk,
+                rows: entry.item_count,
+                decoded_bytes: entry.uncompressed_size,
+            });
+        }
+    }
+    units
+}
+
+/// `units` in at most `target` contiguous groups of (nearly) equal unit counts, in order; one
+/// empty group when there is no unit (DataFusion needs a partition).
+pub(crate) fn split(units: &[Unit], target: usize) -> Vec<Vec<Unit>> {
+    if units.is_empty() {
+        return vec![Vec::new()];
+    }
+    let groups = target.clamp(1, units.len());
+    let (base, extra) = (units.len() / groups, units.len() % groups);
+    let mut out = Vec::with_capacity(groups);
+    let mut start = 0;
+    for group in 0..groups {
+        let len = base + usize::from(group < extra);
+        out.push(units[start..start + len].to_vec());
+        start += len;
+    }
+    out
+}
+
+/// What every partition of one scan shares.
+struct Shared {
+    files: Arc<[FileInfo]>,
+    /// The table's schema in `ald`'s arrow, which every file must still have.
+    file_schema: arrow_schema::SchemaRef,
+    /// Each file, opened and verified once per scan, by the first partition that needs it.
+    opened: Vec<Mutex<Option<Arc<Dataset>>>>,
+    projection: Vec<usize>,
+    projected_schema: SchemaRef,
+    limit: Option<usize>,
+    keys: Keys,
+}
+
+impl fmt::Debug for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shared")
+            .field("files", &self.files.len())
+            .field("projection", &self.projection)
+            .field("limit", &self.limit)
+            .field("keys", &self.keys)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The per-partition counters of what was read.
+struct Counters {
+    chunks: Count,
+    rows: Count,
+    bytes: Count,
+    columns: Count,
+    output_rows: Count,
+}
+
+impl Counters {
+    fn new(metrics: &ExecutionPlanMetricsSet, partition: usize) -> Self {
+        let counter = |name: &'static str| MetricBuilder::new(metrics).counter(name, partition);
+        Self {
+            chunks: counter("chunks_decoded"),
+            rows: counter("rows_decoded"),
+            bytes: counter("bytes_decoded"),
+            columns: counter("columns_bridged"),
+            output_rows: MetricBuilder::new(metrics).output_rows(partition),
+        }
+    }
+}
+
+impl Shared {
+    /// File `file`, opened (and verified under the session's policy) at most once per scan, and
+    /// checked to be the file the table was planned from.
+    fn dataset(&self, file: usize) -> Result<Arc<Dataset>, Error> {
+        let info = &self.files[file];
+        let mut slot = self.opened[file]
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(dataset) = slot.as_ref() {
+            return Ok(Arc::clone(dataset));
+        }
+        let dataset = source::open(&info.path, &self.keys)?;
+        if ald::check_schema(&self.file_schema, dataset.schema()).is_err() {
+            return Err(Error::Changed {
+                path: info.path.clone(),
+                what: "its schema",
+            });
+        }
+        info.check_unchanged(&dataset)?;
+        let dataset = Arc::new(dataset);
+        *slot = Some(Arc::clone(&dataset));
+        Ok(dataset)
+    }
+
+    /// Decodes `units` in order and sends their rows to `send`, until they are done, the limit is
+    /// reached, or `send` says the consumer is gone.
+    fn run(
+        &self,
+        units: &[Unit],
+        batch_size: usize,
+        counters: &Counters,
+        send: &mut dyn FnMut(RecordBatch) -> bool,
+    ) -> Result<(), Error> {
+        let mut remaining = self.limit.map_or(u64::MAX, |limit| limit as u64);
+        let mut start = 0;
+        while start < units.len() && remaining > 0 {
+            let file = units[start].file;
+            let end = units[start..]
+                .iter()
+                .position(|unit| unit.file != file)
+                .map_or(units.len(), |offset| start + offset);
+            let dataset = self.dataset(file)?;
+            let path = &self.files[file].path;
+            let reader = self.reader(&dataset, path)?;
+            for unit in &units[start..end] {
+                if remaining == 0 {
+                    break;
+                }
+                let entry = &self.files[file].chunks[unit.chunk];
+                let batch = if remaining < unit.rows {
+                    reader.get_rows(entry.first_item, remaining)
+                } else {
+                    reader.get_chunk(unit.chunk)
+                }
+                .map_err(Error::file(path))?;
+                counters.chunks.add(1);
+                counters.rows.add(batch.num_rows());
+                counters
+                    .bytes
+                    .add(usize::try_from(unit.decoded_bytes).unwrap_or(usize::MAX));
+                let take = batch
+                    .num_rows()
+                    .min(usize::try_from(remaining).unwrap_or(usize::MAX));
+                let bridged =
+                    bridge::batch(&batch, &self.projection, Arc::clone(&self.projected_schema))?;
+                counters.columns.add(self.projection.len());
+                remaining -= take as u64;
+                let mut offset = 0;
+                while offset < take {
+                    let len = batch_size.min(take - offset);
+                    counters.output_rows.add(len);
+                    if !send(bridged.slice(offset, len)) {
+                        return Ok(());
+                    }
+                    offset += len;
+                }
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// A chunk reader of `dataset`: with the first of the session's keys that opens it if the file
+    /// is encrypted (without any, reading a chunk is `DecryptionFailed`, `ald`'s own refusal).
+    fn reader<'d>(
+        &self,
+        dataset: &'d Dataset,
+        path: &std::path::Path,
+    ) -> Result<ald::ChunkReader<'d, ald::fs::SharedMap>, Error> {
+        if !dataset.file().is_encrypted() {
+            return Ok(dataset.reader());
+        }
+        let mut last = None;
+        for key in self.keys.decryption_keys() {
+            match dataset.with_key(key) {
+                Ok(reader) => return Ok(reader),
+                Err(error) => last = Some(error),
+            }
+        }
+        match last {
+            Some(error) => Err(Error::file(path)(error)),
+            None => Ok(dataset.reader()),
+        }
+    }
+}
+
+/// A scan of an `.ald` table: see the module documentation for what it pushes down.
+pub struct AldScanExec {
+    shared: Arc<Shared>,
+    partitions: Arc<[Vec<Unit>]>,
+    properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl fmt::Debug for AldScanExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AldScanExec")
+            .field("shared", &self.shared)
+            .field("partitions", &self.partitions.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AldScanExec {
+    pub(crate) fn new(
+        files: Arc<[FileInfo]>,
+        file_schema: arrow_schema::SchemaRef,
+        table_schema: &SchemaRef,
+        projection: Option<&[usize]>,
+        limit: Option<usize>,
+        keys: Keys,
+        target_partitions: usize,
+    ) -> DfResult<Self> {
+        let projection: Vec<usize> = match projection {
+            Some(projection) => projection.to_vec(),
+            None => (0..table_schema.fields().len()).collect(),
+        };
+        let projected_schema = Arc::new(table_schema.project(&projection)?);
+        let units = plan_units(&files, limit);
+        let partitions: Arc<[Vec<Unit>]> = split(&units, target_partitions).into();
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(Arc::clone(&projected_schema)),
+            Partitioning::UnknownPartitioning(partitions.len()),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        Ok(Self {
+            shared: Arc::new(Shared {
+                opened: files.iter().map(|_| Mutex::new(None)).collect(),
+                files,
+                file_schema,
+                projection,
+                projected_schema,
+                limit,
+                keys,
+            }),
+            partitions,
+            properties: Arc::new(properties),
+            metrics: ExecutionPlanMetricsSet::new(),
+        })
+    }
+
+    /// The units of scan work of each partition, as `(file index, chunk)`.
+    #[must_use]
+    pub fn partition_units(&self) -> Vec<Vec<(usize, usize)>> {
+        self.partitions
+            .iter()
+            .map(|units| units.iter().map(|unit| (unit.file, unit.chunk)).collect())
+            .collect()
+    }
+
+    /// The columns of the table this scan hands to DataFusion.
+    #[must_use]
+    pub fn projection(&self) -> &[usize] {
+        &self.shared.projection
+    }
+
+    /// Exact statistics of `units` (all partitions when `None`).
+    fn statistics_of(&self, partition: Option<usize>) -> Statistics {
+        let per_partition = |units: &[Unit]| -> (u64, u64) {
+            let rows: u64 = units.iter().map(|unit| unit.rows).sum();
+            let bytes: u64 = units.iter().map(|unit| unit.decoded_bytes).sum();
+            let limit = self.shared.limit.map_or(u64::MAX, |limit| limit as u64);
+            (rows.min(limit), bytes)
+        };
+        let (rows, bytes) = match partition {
+            Some(partition) => per_partition(&self.partitions[partition]),
+            None => self
+                .partitions
+                .iter()
+                .map(|units| per_partition(units))
+                .fold((0, 0), |(r, b), (pr, pb)| (r + pr, b + pb)),
+        };
+        let all_columns = self.shared.projection.len() == self.shared.file_schema.fields().len()
+            && self.shared.limit.is_none();
+        let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+        Statistics::new_unknown(&self.shared.projected_schema)
+            .with_num_rows(Precision::Exact(
+                usize::try_from(rows).unwrap_or(usize::MAX),
+            ))
+            .with_total_byte_size(if all_columns {
+                // Every column, every row: the decoded Arrow IPC bytes the arrays are views of.
+                Precision::Exact(bytes)
+            } else {
+                // A projection or a limit keeps part of them; how much depends on the columns.
+                Precision::Inexact(bytes)
+            })
+    }
+}
+
+impl DisplayAs for AldScanExec {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let units: usize = self.partitions.iter().map(Vec::len).sum();
+        let columns = self
+            .shared
+            .projection
+            .iter()
+            .map(|&index| self.shared.file_schema.field(index).name().as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        match t {
+            DisplayFormatType::Default | DisplayFormatType::Verbose => write!(
+                f,
+                "AldScanExec: files={}, units={units}, partitions={}, projection=[{columns}], limit={:?}, decode=whole chunk (Arrow IPC record batch), projected columns bridged",
+                self.shared.files.len(),
+                self.partitions.len(),
+                self.shared.limit,
+            ),
+            DisplayFormatType::TreeRender => {
+                writeln!(f, "files={}", self.shared.files.len())?;
+                writeln!(f, "units={units}")?;
+                write!(f, "projection=[{columns}]")
+            }
+        }
+    }
+}
+
+impl ExecutionPlan for AldScanExec {
+    fn name(&self) -> &'static str {
+        "AldScanExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        Vec::new()
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+    ) -> DfResult<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        if children.is_empty() {
+            Ok(self)
+        } else {
+            internal_err!("AldScanExec has no children")
+        }
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> DfResult<SendableRecordBatchStream> {
+        let Some(units) = self.partitions.get(partition).cloned() else {
+            return internal_err!(
+                "AldScanExec has {} partitions, not {}",
+                self.partitions.len(),
+                partition + 1
+            );
+        };
+        let batch_size = context.session_config().batch_size().max(1);
+        let counters = Counters::new(&self.metrics, partition);
+        let shared = Arc::clone(&self.shared);
+        // Two batches in flight per partition: decoding runs ahead of the consumer by one.
+        let mut builder =
+            RecordBatchReceiverStream::builder(Arc::clone(&self.shared.projected_schema), 2);
+        let tx = builder.tx();
+        // Decoding (page faults on the map, decompression, decryption, Arrow's validation) is
+        // blocking work: it runs on the runtime's blocking threads, not its workers.
+        builder.spawn_blocking(move || {
+            let mut send = |batch| tx.blocking_send(Ok(batch)).is_ok();
+            shared
+                .run(&units, batch_size, &counters, &mut send)
+                .map_err(DataFusionError::from)
+        });
+        Ok(builder.build())
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn statistics_from_inputs(
+        &self,
+        _input_stats: &[Arc<Statistics>],
+        args: &StatisticsArgs,
+    ) -> DfResult<Arc<Statistics>> {
+        if let Some(partition) = args.partition()
+            && partition >= self.partitions.len()
+        {
+            return internal_err!(
+                "AldScanExec has {} partitions, not {}",
+                self.partitions.len(),
+                partition + 1
+            );
+        }
+        Ok(Arc::new(self.statistics_of(args.partition())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use envelope_core::ChunkEntry;
+
+    fn file(rows: &[u64]) -> FileInfo {
+        let mut first = 0;
+        FileInfo {
+            path: "f.ald".into(),
+            file_size: 0,
+            chunks: rows
+                .iter()
+                .map(|&count| {
+                    let entry = ChunkEntry {
+                        stored_offset: 0,
+                        stored_size: count,
+                        uncompressed_size: 10 * count,
+                        first_item: first,
+                        item_count: count,
+                        stored_crc32c: 0,
+                    };
+                    first += count;
+                    entry
+                })
+                .collect(),
+            num_rows: rows.iter().sum(),
+            streaming: rows.len() > 1,
+            encrypted: false,
+        }
+    }
+
+    #[test]
+    fn units_are_every_non_empty_chunk_until_the_limit() {
+        let files = [file(&[10, 10, 5]), file(&[0]), file(&[7])];
+        let all = plan_units(&files, None);
+        assert_eq!(
+            all.iter().map(|u| (u.file, u.chunk)).collect::<Vec<_>>(),
+            [(0, 0), (0, 1), (0, 2), (2, 0)]
+        );
+        assert_eq!(plan_units(&files, Some(0)).len(), 0);
+        assert_eq!(plan_units(&files, Some(10)).len(), 1);
+        assert_eq!(plan_units(&files, Some(11)).len(), 2);
+        assert_eq!(plan_units(&files, Some(1000)).len(), 4);
+    }
+
+    #[test]
+    fn partitions_are_contiguous_balanced_and_never_empty() {
+        let units = plan_units(&[file(&[1; 7])], None);
+        for target in 1..10 {
+            let groups = split(&units, target);
+            assert_eq!(groups.len(), target.min(7));
+            assert!(groups.iter().all(|g| !g.is_empty()));
+            let flat: Vec<Unit> = groups.concat();
+            assert_eq!(flat, units);
+            let (min, max) = (
+                groups.iter().map(Vec::len).min().unwrap(),
+                groups.iter().map(Vec::len).max().unwrap(),
+            );
+            assert!(max - min <= 1);
+        }
+        assert_eq!(split(&[], 4), vec![Vec::new()]);
+    }
+}
