@@ -65,6 +65,7 @@ pub mod ipc;
 pub mod load;
 mod metadata;
 mod one_pass;
+mod ranged;
 mod streaming;
 pub mod watermark;
 
@@ -91,6 +92,7 @@ pub use load::{LoadOptions, Loaded, Opened, load_from_bytes, load_from_bytes_wit
 pub use metadata::{
     ColumnDoc, Compliance, DataSource, DatasetCard, Metadata, PAYLOAD_ALIGNMENT, QUERY_PROTOCOL,
 };
+pub use ranged::{RangedDataset, RangedOpening};
 pub use streaming::{ChunkIterator, ChunkReader, StreamingDataset};
 
 /// The Arrow crates of this crate's API, re-exported so callers use the same versions.

@@ -12,6 +12,7 @@
 mod fuzz_check;
 mod fuzz_check_interchange;
 mod fuzz_corpus;
+mod ranged;
 #[path = "../../../tests/complexity/scaling.rs"]
 mod scaling;
 mod train;

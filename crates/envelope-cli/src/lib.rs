@@ -118,6 +118,16 @@ fn classify(error: &anyhow::Error) -> cli_support::run::Failure {
         usage: operation.then_some(false),
     };
     for cause in error.chain() {
+        // Remote reading (docs/remote.md): the file's own refusal keeps its signal; a location
+        // that is not one is a command-line error (`Usage`), the network's failures `Io`.
+        if let Some(error) = cause.downcast_ref::<remote_file::Error>() {
+            return match error {
+                remote_file::Error::Dataset(error) => {
+                    failure(error.signal(), error.is_operation_failure())
+                }
+                error => failure(error.signal(), false),
+            };
+        }
         if let Some(error) = cause.downcast_ref::<apr::Error>() {
             return failure(error.signal(), error.is_operation_failure());
         }

@@ -2,6 +2,7 @@
 
 mod alimentar_dataset;
 mod alimentar_interop;
+mod alimentar_remote;
 mod alimentar_trueno;
 mod alimentar_trueno_interop;
 mod apr_llama;

@@ -92,7 +92,8 @@ impl<B: AsRef<[u8]>> Envelope<B> {
     /// As [`Envelope::parse`], with `ChecksumMismatch` reporting the prefix CRC32 for STREAMING
     /// files.
     pub fn parse_lazy(bytes: B, format: Format) -> Result<Self> {
-        let (layout, chunk_index, lazy) = crate::layout::walk_lazy(bytes.as_ref(), Some(format))?;
+        let (layout, chunk_index, lazy) =
+            crate::layout::walk_lazy(&mut bytes.as_ref(), Some(format))?;
         Ok(Self {
             lazy,
             ..Self::from_walk(bytes, layout, chunk_index)
@@ -161,21 +162,12 @@ impl<B: AsRef<[u8]>> Envelope<B> {
 
     /// Checks one chunk's declared decoded size against the limits.
     fn check_chunk_limits(&self, chunk: usize) -> Result<()> {
-        if self.header().compression() == crate::Compression::None {
-            return Ok(());
-        }
-        if let Some(entry) = self
-            .chunk_index
-            .as_ref()
-            .and_then(|index| index.entries().get(chunk))
-        {
-            self.limits.check_chunk(
-                Some(chunk as u64),
-                entry.stored_size,
-                entry.uncompressed_size,
-            )?;
-        }
-        Ok(())
+        check_chunk_limits(
+            &self.limits,
+            self.header(),
+            self.chunk_index.as_ref(),
+            chunk,
+        )
     }
 
     /// Whether the whole-file CRC32 has been checked ([`Envelope::parse`], or a non-STREAMING file
@@ -462,10 +454,7 @@ impl<B: AsRef<[u8]>> Envelope<B> {
     }
 
     fn refuse_encrypted(&self) -> Result<()> {
-        if self.header().flags().contains(Flags::ENCRYPTED) {
-            return Err(Error::DecryptionFailed(DecryptionFailure::KeyRequired));
-        }
-        Ok(())
+        refuse_encrypted(self.header())
     }
 
     /// The parts of this file, borrowed, ready to be changed and written again. Writing them
@@ -500,6 +489,35 @@ impl<B: AsRef<[u8]>> Envelope<B> {
             license: optional(Section::License),
         }
     }
+}
+
+/// Checks chunk `chunk`'s declared decoded size against `limits` (compressed files only: stored
+/// bytes decode to themselves). Shared by [`Envelope`] and [`crate::RangedEnvelope`].
+pub(crate) fn check_chunk_limits(
+    limits: &Limits,
+    header: &Header,
+    index: Option<&ChunkIndex>,
+    chunk: usize,
+) -> Result<()> {
+    if header.compression() == crate::Compression::None {
+        return Ok(());
+    }
+    if let Some(entry) = index.and_then(|index| index.entries().get(chunk)) {
+        limits.check_chunk(
+            Some(chunk as u64),
+            entry.stored_size,
+            entry.uncompressed_size,
+        )?;
+    }
+    Ok(())
+}
+
+/// `DecryptionFailed` (key required) for an encrypted file, whose payload only a decryptor reads.
+pub(crate) fn refuse_encrypted(header: &Header) -> Result<()> {
+    if header.flags().contains(Flags::ENCRYPTED) {
+        return Err(Error::DecryptionFailed(DecryptionFailure::KeyRequired));
+    }
+    Ok(())
 }
 
 fn to_usize(offset: u64) -> usize {

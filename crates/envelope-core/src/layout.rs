@@ -144,6 +144,14 @@ pub(crate) trait ByteSource {
     fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<()>;
     /// CRC32 of the first `len` bytes.
     fn crc32_of_prefix(&mut self, len: u64) -> Result<u32>;
+    /// The `prefix_crc32c` of the first `len` bytes (`masked_prefix_crc32c`); the caller has
+    /// checked `len` is within `len()`.
+    fn masked_crc32c_of_prefix(&mut self, len: u64) -> Result<u32> {
+        let len = Error::fit_in_memory("the bytes before an index's prefix_crc32c", len)?;
+        let mut prefix = vec![0u8; len];
+        self.read_exact_at(0, &mut prefix)?;
+        Ok(masked_prefix_crc32c(&prefix))
+    }
 }
 
 impl ByteSource for &[u8] {
@@ -177,6 +185,14 @@ impl ByteSource for &[u8] {
             .and_then(|len| self.get(..len))
             .ok_or_else(too_long)?;
         Ok(crc32fast::hash(prefix))
+    }
+
+    fn masked_crc32c_of_prefix(&mut self, len: u64) -> Result<u32> {
+        let len = Error::fit_in_memory("the bytes before an index's prefix_crc32c", len)?;
+        let prefix = self.get(..len).ok_or_else(|| {
+            Error::truncated(Section::Header, 0, len as u64, ByteSource::len(self))
+        })?;
+        Ok(masked_prefix_crc32c(prefix))
     }
 }
 
@@ -258,22 +274,27 @@ fn identify_head(
     Ok((head, head_len))
 }
 
-/// The lazy walk of a STREAMING or TRUENO_NATIVE file (`Envelope::parse_lazy`): instead of the
-/// whole-file CRC32, the `prefix_crc32c` of the last index before the payload (the chunk index,
-/// else the tensor index) is checked over the bytes before it, which is all that is interpreted;
-/// chunks (or tensors, by the zero-copy crate) are checked one by one when read. Returns
-/// `lazy = false` (after the full walk) for a file with neither flag.
-pub(crate) fn walk_lazy(
-    bytes: &[u8],
+/// The lazy walk of a STREAMING or TRUENO_NATIVE file (`Envelope::parse_lazy`, and
+/// `RangedEnvelope::open` over the head and tail of a file): instead of the whole-file CRC32, the
+/// `prefix_crc32c` of the last index before the payload (the chunk index, else the tensor index)
+/// is checked over the bytes before it, which is all that is interpreted; chunks (or tensors, by
+/// the zero-copy crate) are checked one by one when read. Returns `lazy = false` (after the full
+/// walk) for a file with neither flag.
+///
+/// Bytes are read in this order, and only these: the header, the frames' length prefixes up to
+/// the last index, the bytes before that index's `prefix_crc32c` and the field itself, the
+/// trailer, then (in [`walk_sections`]) the frames' length prefixes again, the chunk index's body
+/// and the length prefixes of the frames after the payload. No payload byte is read.
+pub(crate) fn walk_lazy<S: ByteSource>(
+    source: &mut S,
     expected: Option<Format>,
 ) -> Result<(Layout, Option<ChunkIndex>, bool)> {
-    let mut source = bytes;
-    let (head, _) = identify_head(&mut source, expected)?;
+    let (head, _) = identify_head(source, expected)?;
     let raw_flags = head[crate::FLAGS_OFFSET];
     let streaming = raw_flags & Flags::STREAMING.bits() != 0;
     let trueno = raw_flags & Flags::TRUENO_NATIVE.bits() != 0;
     if !streaming && !trueno {
-        return walk(&mut source, expected).map(|(layout, index)| (layout, index, false));
+        return walk(source, expected).map(|(layout, index)| (layout, index, false));
     }
     // Locate the indexes from the raw size fields alone; nothing found on the way is used
     // unless the prefix CRC-32C below matches.
@@ -286,9 +307,9 @@ pub(crate) fn walk_lazy(
         Format::Dataset => Reader::new(&head[22..]).u16().unwrap_or_default(),
         Format::Model => 0,
     };
-    let checksum_offset = ByteSource::len(&source) - CHECKSUM_LEN as u64;
+    let checksum_offset = source.len() - CHECKSUM_LEN as u64;
     let mut walker = Walker {
-        source: &mut source,
+        source: &mut *source,
         at: HEADER_LEN as u64,
         end: checksum_offset,
     };
@@ -308,21 +329,19 @@ pub(crate) fn walk_lazy(
             index.len,
         ));
     }
-    let field = Error::fit_in_memory(
-        "the bytes before the chunk index's prefix_crc32c",
-        index.end() - crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN as u64,
-    )?;
-    let stored = Reader::new(&bytes[field..]).u32().unwrap_or_default();
-    let computed = masked_prefix_crc32c(&bytes[..field]);
+    let field = index.end() - crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN as u64;
+    let mut stored = [0u8; crate::chunk_index::CHUNK_INDEX_SUFFIX_LEN];
+    source.read_exact_at(field, &mut stored)?;
+    let stored = u32::from_le_bytes(stored);
+    let computed = source.masked_crc32c_of_prefix(field)?;
     if stored != computed {
         return Err(Error::ChecksumMismatch { stored, computed });
     }
     let header = Header::parse(&head)?;
-    let checksum = Reader::new(&bytes[bytes.len() - CHECKSUM_LEN..])
-        .u32()
-        .unwrap_or_default();
-    let mut source = bytes;
-    walk_sections(&mut source, header, checksum, false).map(|(layout, index)| (layout, index, true))
+    let mut trailer = [0u8; CHECKSUM_LEN];
+    source.read_exact_at(checksum_offset, &mut trailer)?;
+    walk_sections(source, header, u32::from_le_bytes(trailer), false)
+        .map(|(layout, index)| (layout, index, true))
 }
 
 /// Steps 5-7 of the walk: every section's bounds, the chunk index (with its `prefix_crc32c` when

@@ -58,6 +58,7 @@ mod error;
 mod header;
 mod layout;
 mod limits;
+mod ranged;
 mod writer;
 
 #[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
@@ -78,6 +79,7 @@ pub use header::{
 };
 pub use layout::{FRAME_PREFIX_LEN, Layout, Span};
 pub use limits::{LimitExceeded, LimitKind, Limits};
+pub use ranged::{Opening, RangedEnvelope};
 #[cfg(feature = "std")]
 pub use writer::ChunkedWriter;
 pub use writer::{EnvelopeParts, Payload, PlacedLayout};

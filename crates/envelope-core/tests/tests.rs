@@ -2,6 +2,7 @@
 //! checked-in known-answer files, and the fuzz corpus replay.
 
 mod fuzz_checks;
+mod ranged;
 mod vectors;
 
 use std::borrow::Cow;

@@ -11,7 +11,8 @@ use aes_gcm::aead::{AeadInPlace, Nonce};
 use aes_gcm::{Aes256Gcm, Tag};
 use envelope_core::compression::decompress;
 use envelope_core::{
-    ChunkIndex, DecryptionFailure, Envelope, EnvelopeParts, Error, Format, Payload, Result, Section,
+    ChunkIndex, Compression, DecryptionFailure, Envelope, EnvelopeParts, Error, Format, Header,
+    Limits, Payload, RangedEnvelope, Result, Section,
 };
 use rand_core::CryptoRngCore;
 use sha2::{Digest, Sha256};
@@ -474,20 +475,127 @@ fn payload_key(
     }
 }
 
+/// The key of one file's payload with what decrypting a chunk needs besides the chunk's bytes:
+/// the associated data, the segment size, the compression and the reader's limits. [`Decryptor`]
+/// reads the chunks of an [`Envelope`] through it; a reader that fetches chunks itself (ranges
+/// of a [`RangedEnvelope`] from object storage) uses it directly, so both decrypt the same way.
+pub struct ChunkDecryptor {
+    cipher: Aes256Gcm,
+    aad: [u8; 32],
+    segment_size: u32,
+    compression: Compression,
+    limits: Limits,
+}
+
+impl core::fmt::Debug for ChunkDecryptor {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ChunkDecryptor")
+            .field("segment_size", &self.segment_size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChunkDecryptor {
+    /// Parses the encryption block `block` of a file with this `header` and these
+    /// `bytes_before_payload`, and derives the payload key from `key`.
+    fn new(
+        header: &Header,
+        block: Option<&[u8]>,
+        bytes_before_payload: &[u8],
+        limits: Limits,
+        key: DecryptionKey<'_>,
+    ) -> Result<Self> {
+        let body = block.ok_or(Error::InvalidArgument("the file is not encrypted"))?;
+        let block = EncryptionBlock::parse(body)?;
+        let key = payload_key(header.format(), &block, key)?;
+        Ok(Self {
+            cipher: key.cipher(),
+            aad: associated_data(bytes_before_payload),
+            segment_size: block.segment_size,
+            compression: header.compression(),
+            limits,
+        })
+    }
+
+    /// The decryptor of a file opened from its head and tail ([`RangedEnvelope`]).
+    ///
+    /// # Errors
+    /// As [`Decryptor::new`].
+    pub fn for_ranged<B: AsRef<[u8]>>(
+        envelope: &RangedEnvelope<B>,
+        key: DecryptionKey<'_>,
+    ) -> Result<Self> {
+        Self::new(
+            envelope.header(),
+            envelope.section(Section::Encryption),
+            envelope.bytes_before_payload(),
+            *envelope.limits(),
+            key,
+        )
+    }
+
+    fn stream(&self, chunk: u32) -> Stream<'_> {
+        Stream {
+            cipher: &self.cipher,
+            aad: &self.aad,
+            segment_size: self.segment_size,
+            chunk,
+        }
+    }
+
+    /// Authenticates and decrypts `sealed`, the stored bytes of chunk `chunk` (0 for a payload
+    /// without chunks): the chunk still compressed.
+    ///
+    /// # Errors
+    /// `DecryptionFailed` (`Failed`) on authentication failure (a changed byte, or the bytes of
+    /// another chunk); `TooLarge` for a chunk ordinal past `u32::MAX`.
+    pub fn open(&self, chunk: usize, sealed: &[u8]) -> Result<Vec<u8>> {
+        let ordinal = u32::try_from(chunk).map_err(|_| Error::TooLarge {
+            what: "a chunk's ordinal",
+            size: chunk as u64,
+            max: u32::MAX.into(),
+        })?;
+        self.stream(ordinal).open(sealed)
+    }
+
+    /// Decrypts and decompresses chunk `chunk` from its stored bytes `sealed`, to exactly
+    /// `declared` bytes (the index entry's `uncompressed_size`).
+    ///
+    /// # Errors
+    /// As [`ChunkDecryptor::open`]; `LimitExceeded`; `InvalidFormat` for a corrupt compressed
+    /// stream or another size.
+    pub fn chunk(&self, chunk: usize, sealed: &[u8], declared: u64) -> Result<Vec<u8>> {
+        let plain = self.open(chunk, sealed)?;
+        self.decode(plain, declared, Some(chunk as u64))
+    }
+
+    /// Decompresses `plain` to exactly `declared` bytes (within the limits); an uncompressed
+    /// payload is handed back without a copy.
+    fn decode(&self, plain: Vec<u8>, declared: u64, chunk: Option<u64>) -> Result<Vec<u8>> {
+        if self.compression == Compression::None {
+            // The same size rule decompress() applies, without copying the bytes.
+            decompress(self.compression, &plain, declared, Section::Payload)?;
+            return Ok(plain);
+        }
+        // The reader's resource policy, on the declared size, before anything is decompressed.
+        self.limits
+            .check_chunk(chunk, plain.len() as u64, declared)?;
+        Ok(decompress(self.compression, &plain, declared, Section::Payload)?.into_owned())
+    }
+}
+
 /// Decrypts the payload of one verified envelope. Deriving the key (Argon2id, X25519) happens once
 /// in [`Decryptor::new`]; chunks of a STREAMING file can then be decrypted one at a time, each
 /// without the others.
 pub struct Decryptor<'e, B> {
     envelope: &'e Envelope<B>,
-    cipher: Aes256Gcm,
-    aad: [u8; 32],
-    segment_size: u32,
+    key: ChunkDecryptor,
 }
 
 impl<B> core::fmt::Debug for Decryptor<'_, B> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Decryptor")
-            .field("segment_size", &self.segment_size)
+            .field("key", &self.key)
             .finish_non_exhaustive()
     }
 }
@@ -501,26 +609,20 @@ impl<'e, B: AsRef<[u8]>> Decryptor<'e, B> {
     /// wrong kind or a recipient not listed; `Failed` if a multi-recipient entry for this key does
     /// not unwrap. `InvalidArgument` (`Usage`) if the file is not encrypted.
     pub fn new(envelope: &'e Envelope<B>, key: DecryptionKey<'_>) -> Result<Self> {
-        let body = envelope
-            .section(Section::Encryption)
-            .ok_or(Error::InvalidArgument("the file is not encrypted"))?;
-        let block = EncryptionBlock::parse(body)?;
-        let key = payload_key(envelope.header().format(), &block, key)?;
         Ok(Self {
             envelope,
-            cipher: key.cipher(),
-            aad: associated_data(envelope.bytes_before_payload()),
-            segment_size: block.segment_size,
+            key: ChunkDecryptor::new(
+                envelope.header(),
+                envelope.section(Section::Encryption),
+                envelope.bytes_before_payload(),
+                *envelope.limits(),
+                key,
+            )?,
         })
     }
 
     fn stream(&self, chunk: u32) -> Stream<'_> {
-        Stream {
-            cipher: &self.cipher,
-            aad: &self.aad,
-            segment_size: self.segment_size,
-            chunk,
-        }
+        self.key.stream(chunk)
     }
 
     /// The payload as stored before encryption (compressed), every chunk authenticated: the input
@@ -560,13 +662,7 @@ impl<'e, B: AsRef<[u8]>> Decryptor<'e, B> {
     /// `InvalidFormat` for a missing chunk; `DecryptionFailed` (`Failed`) on authentication
     /// failure.
     pub fn stored_chunk(&self, chunk: usize) -> Result<Vec<u8>> {
-        let sealed = self.envelope.chunk(chunk)?;
-        let ordinal = u32::try_from(chunk).map_err(|_| Error::TooLarge {
-            what: "a chunk's ordinal",
-            size: chunk as u64,
-            max: u32::MAX.into(),
-        })?;
-        self.stream(ordinal).open(sealed)
+        self.key.open(chunk, self.envelope.chunk(chunk)?)
     }
 
     /// Chunk `chunk` of a STREAMING file, decrypted and decompressed, without touching any other
@@ -584,20 +680,8 @@ impl<'e, B: AsRef<[u8]>> Decryptor<'e, B> {
         self.decode(plain, declared, Some(chunk as u64))
     }
 
-    /// Decompresses `plain` to exactly `declared` bytes (within the envelope's limits); an
-    /// uncompressed payload is handed back without a copy.
     fn decode(&self, plain: Vec<u8>, declared: u64, chunk: Option<u64>) -> Result<Vec<u8>> {
-        let compression = self.envelope.header().compression();
-        if compression == envelope_core::Compression::None {
-            // The same size rule decompress() applies, without copying the bytes.
-            decompress(compression, &plain, declared, Section::Payload)?;
-            return Ok(plain);
-        }
-        // The reader's resource policy, on the declared size, before anything is decompressed.
-        self.envelope
-            .limits()
-            .check_chunk(chunk, plain.len() as u64, declared)?;
-        Ok(decompress(compression, &plain, declared, Section::Payload)?.into_owned())
+        self.key.decode(plain, declared, chunk)
     }
 
     /// The whole payload, decrypted and decompressed (all chunks in order for STREAMING files).

@@ -53,7 +53,8 @@ pub mod stream;
 pub use block::{EncryptionBlock, KeySource, MAX_RECIPIENTS};
 pub use chunked::{ChunkEncryptor, ChunkSealer};
 pub use envelope::{
-    DecryptionKey, Decryptor, EncryptOptions, EncryptTo, associated_data, encrypt, encrypt_stream,
+    ChunkDecryptor, DecryptionKey, Decryptor, EncryptOptions, EncryptTo, associated_data, encrypt,
+    encrypt_stream,
 };
 pub use keys::{
     ARGON2_DEFAULT_M_COST_KIB, ARGON2_DEFAULT_P_COST, ARGON2_DEFAULT_T_COST, ARGON2_MAX_M_COST_KIB,

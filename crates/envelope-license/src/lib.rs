@@ -275,7 +275,19 @@ pub fn check_license<B: AsRef<[u8]>>(
     envelope: &Envelope<B>,
     now_unix: Option<u64>,
 ) -> Result<Option<LicenseBlock>> {
-    let license = read_license(envelope)?;
+    check_license_block(envelope.section(Section::License), now_unix)
+}
+
+/// [`check_license`] over the license block's body `body` (`None` for a file without one), for
+/// readers that hold the block but not the whole file (a file opened from ranges).
+///
+/// # Errors
+/// As [`check_license`].
+pub fn check_license_block(
+    body: Option<&[u8]>,
+    now_unix: Option<u64>,
+) -> Result<Option<LicenseBlock>> {
+    let license = body.map(LicenseBlock::parse).transpose()?;
     if let Some(license) = &license {
         match now_unix {
             Some(now) => license.check(now)?,

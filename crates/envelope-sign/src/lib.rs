@@ -40,6 +40,6 @@ pub use keys::{
 };
 pub use signature::{
     ALGORITHM_ED25519_SHA256, ALGORITHM_ED25519_SHA512, Algorithm, MESSAGE_LEN, MESSAGE_LEN_SHA512,
-    MessageHasher, Policy, SIGNATURE_BLOCK_LEN, SIGNATURE_LEN, SignatureBlock, SignedMessage,
-    message_of, sign, sign_label, signed_message, verify,
+    MessageHasher, Policy, RangedVerifier, SIGNATURE_BLOCK_LEN, SIGNATURE_LEN, SignatureBlock,
+    SignedMessage, message_of, sign, sign_label, signed_message, verify,
 };

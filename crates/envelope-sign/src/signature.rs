@@ -10,7 +10,9 @@
 //! it in.
 
 use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
-use envelope_core::{Envelope, Error, Flags, Format, Result, Section, SignatureFailure};
+use envelope_core::{
+    Envelope, Error, Flags, Format, RangedEnvelope, Result, Section, SignatureFailure,
+};
 use sha2::{Digest, Sha256, Sha512};
 
 use crate::keys::{PUBLIC_KEY_LEN, SigningPublicKey, TrustedKeys};
@@ -304,6 +306,101 @@ pub fn verify<B: AsRef<[u8]>>(
     block.check(key, &message_of(envelope, block.algorithm))
 }
 
+/// The signature check of a file opened from its head and tail ([`RangedEnvelope`]): the block
+/// is parsed and its key looked up among the trusted ones at once (so an unsigned file or an
+/// unknown key is refused before any payload byte is fetched), then the payload is fed as it
+/// streams past, in order, and [`RangedVerifier::finish`] adds the bytes after it and checks the
+/// signature: the same message [`verify`] builds over the whole file, in bounded memory.
+#[derive(Debug)]
+pub struct RangedVerifier<'t> {
+    block: SignatureBlock,
+    key: &'t VerifyingKey,
+    hasher: MessageHasher,
+    /// Payload bytes still to be fed.
+    payload_left: u64,
+}
+
+impl<'t> RangedVerifier<'t> {
+    /// Starts the check of `envelope`'s signature against `trusted`.
+    ///
+    /// # Errors
+    /// `SignatureInvalid`: `Missing`, `Malformed` or `UntrustedKey`, as [`verify`].
+    pub fn new<B: AsRef<[u8]>>(
+        envelope: &RangedEnvelope<B>,
+        trusted: &'t TrustedKeys,
+    ) -> Result<Self> {
+        if !envelope.header().flags().contains(Flags::SIGNED) {
+            return Err(Error::SignatureInvalid(SignatureFailure::Missing));
+        }
+        let body = envelope
+            .section(Section::Signature)
+            .ok_or(Error::SignatureInvalid(SignatureFailure::Missing))?;
+        let block = SignatureBlock::parse(body)?;
+        let key = block.trusted_key(trusted)?;
+        let mut hasher = MessageHasher::new(envelope.header().format(), block.algorithm);
+        // Every byte before the payload is signed (the signature block follows the payload).
+        hasher.update(envelope.bytes_before_payload());
+        Ok(Self {
+            block,
+            key,
+            hasher,
+            payload_left: envelope.payload_span().len,
+        })
+    }
+
+    /// The payload bytes still to be fed.
+    #[must_use]
+    pub fn payload_left(&self) -> u64 {
+        self.payload_left
+    }
+
+    /// Feeds the next payload bytes, in file order.
+    ///
+    /// # Errors
+    /// `InvalidArgument` (`Usage`) if more bytes are fed than the payload holds.
+    pub fn update(&mut self, payload: &[u8]) -> Result<()> {
+        self.payload_left =
+            self.payload_left
+                .checked_sub(payload.len() as u64)
+                .ok_or(Error::InvalidArgument(
+                    "more bytes were fed than the payload holds",
+                ))?;
+        self.hasher.update(payload);
+        Ok(())
+    }
+
+    /// Adds the signed bytes after the payload and checks the signature: the verified signer.
+    ///
+    /// # Errors
+    /// `InvalidArgument` (`Usage`) if fewer payload bytes were fed than it holds;
+    /// `SignatureInvalid` (`Mismatch`) as [`verify`].
+    pub fn finish<B: AsRef<[u8]>>(
+        mut self,
+        envelope: &RangedEnvelope<B>,
+    ) -> Result<SigningPublicKey> {
+        if self.payload_left != 0 {
+            return Err(Error::InvalidArgument(
+                "the payload was not fed whole to the signature check",
+            ));
+        }
+        let after = envelope.bytes_after_payload();
+        let base = envelope.payload_span().end();
+        for range in envelope.layout().signed_ranges() {
+            let start = range.start.max(base) - base;
+            let end = range.end.max(base) - base;
+            let piece = usize::try_from(start)
+                .ok()
+                .zip(usize::try_from(end).ok())
+                .and_then(|(start, end)| after.get(start..end))
+                .ok_or(Error::InvalidArgument(
+                    "the bytes after the payload are not those of this file",
+                ))?;
+            self.hasher.update(piece);
+        }
+        self.block.check(self.key, &self.hasher.finish())
+    }
+}
+
 /// What a loader requires of a file's signature, checked before any payload byte is parsed or
 /// decrypted.
 #[derive(Debug, Clone, Copy)]
@@ -333,6 +430,25 @@ impl Policy<'_> {
         match self {
             Self::AcceptUnsigned => Ok(None),
             Self::RequireSignature { trusted } => verify(envelope, trusted).map(Some),
+        }
+    }
+
+    /// Applies the policy to a file opened from its head and tail: under
+    /// [`Policy::RequireSignature`], the check to feed the payload to; `None` under
+    /// [`Policy::AcceptUnsigned`].
+    ///
+    /// # Errors
+    /// As [`RangedVerifier::new`].
+    pub fn check_ranged<'t, B: AsRef<[u8]>>(
+        &self,
+        envelope: &RangedEnvelope<B>,
+    ) -> Result<Option<RangedVerifier<'t>>>
+    where
+        Self: 't,
+    {
+        match *self {
+            Self::AcceptUnsigned => Ok(None),
+            Self::RequireSignature { trusted } => RangedVerifier::new(envelope, trusted).map(Some),
         }
     }
 }

@@ -1,0 +1,353 @@
+//! An `.ald` dataset read over object storage: opened from its head and tail
+//! (`ald::RangedOpening`), chunks fetched by range and decoded as they arrive.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use ald::{LoadOptions, RangedDataset, RangedOpening, StreamingDataset};
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use bytes::Bytes;
+use envelope_core::{Flags, Format, Opening, RangedEnvelope};
+use futures::StreamExt as _;
+use futures::TryStreamExt as _;
+use tokio::sync::Semaphore;
+
+use crate::fetch::{RemoteFile, Retry};
+use crate::location::Location;
+use crate::{Error, Result};
+
+/// How a remote file is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Bytes fetched from each end of the file when it is opened (the two first requests).
+    pub first_read: u64,
+    /// The most bytes of chunks requested and not yet decoded at any time (a chunk larger than
+    /// this is fetched alone).
+    pub max_in_flight: u64,
+    /// The most chunk requests in flight at once.
+    pub max_requests: usize,
+    /// The most bytes before the payload (header to encryption block) and after it the open
+    /// fetches: a bound on what a file can make the reader hold before any check has passed.
+    pub max_head: u64,
+    /// Retries of failed ranges.
+    pub retry: Retry,
+}
+
+impl Default for ReadOptions {
+    /// 64 KiB from each end, 64 MiB and 8 requests in flight, 256 MiB of sections, 5 tries.
+    fn default() -> Self {
+        Self {
+            first_read: 64 * 1024,
+            max_in_flight: 64 * 1024 * 1024,
+            max_requests: 8,
+            max_head: 256 * 1024 * 1024,
+            retry: Retry::default(),
+        }
+    }
+}
+
+/// The rounds of extra requests an open may make after the first two (each reads further into
+/// the file; the walk needs at most one per frame before the payload and one for the tail).
+const MAX_OPEN_ROUNDS: usize = 8;
+
+enum Inner {
+    /// A STREAMING file: head and tail held, chunks fetched on demand.
+    Ranged(Box<RangedDataset<Vec<u8>>>),
+    /// A file only its whole-file CRC32 verifies (or a TRUENO_NATIVE one): fetched whole, read
+    /// by the local reader.
+    Whole(Box<StreamingDataset<Vec<u8>>>),
+}
+
+/// A verified `.ald` file over object storage.
+pub struct RemoteDataset {
+    file: RemoteFile,
+    inner: Inner,
+    options: ReadOptions,
+    in_flight: Arc<Semaphore>,
+}
+
+impl std::fmt::Debug for RemoteDataset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteDataset")
+            .field("file", &self.file)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RemoteDataset {
+    /// Opens `location` (a URL or a local path, see [`Location::parse`]) and verifies everything
+    /// but the chunks, as the local loader does (`ald::LoadOptions`: signature policy, license,
+    /// expected schema, key). A STREAMING file costs two requests (first and last
+    /// [`ReadOptions::first_read`] bytes, in parallel), more only when its sections are larger;
+    /// under `RequireSignature` the payload is streamed through the signature check as well.
+    ///
+    /// # Errors
+    /// `Location`; what [`RemoteFile`] returns; `HeadTooLarge`; `Dataset` for a file the
+    /// loader refuses (integrity, signature, license, schema).
+    pub async fn open(
+        location: &str,
+        load: &LoadOptions<'_>,
+        options: ReadOptions,
+    ) -> Result<Self> {
+        Self::open_location(Location::parse(location)?, load, options).await
+    }
+
+    /// As [`RemoteDataset::open`], for a location already parsed (with store options of its
+    /// own, [`Location::parse_with`]).
+    ///
+    /// # Errors
+    /// As [`RemoteDataset::open`].
+    pub async fn open_location(
+        location: Location,
+        load: &LoadOptions<'_>,
+        options: ReadOptions,
+    ) -> Result<Self> {
+        let first = options.first_read.max(1);
+        let (file, head, tail) = RemoteFile::open(location, first, first, options.retry).await?;
+        let size = file.size();
+        let mut head = head.to_vec();
+        let mut tail = tail.to_vec();
+        let mut rounds = 0;
+        let envelope = loop {
+            match RangedEnvelope::open(head, tail, size, Format::Dataset)? {
+                Opening::Ready(envelope) => break Some(*envelope),
+                Opening::NeedWholeFile { .. } => break None,
+                Opening::NeedBytes {
+                    head: h,
+                    tail: t,
+                    missing,
+                } => {
+                    rounds += 1;
+                    let held = h.len() as u64 + t.len() as u64;
+                    let needed = held + (missing.end - missing.start);
+                    if needed > options.max_head || rounds > MAX_OPEN_ROUNDS {
+                        return Err(Error::HeadTooLarge {
+                            location: file.location().as_str().to_owned(),
+                            needed,
+                            max: options.max_head,
+                        });
+                    }
+                    // Read ahead a little: the next frame's length prefix usually follows.
+                    let start = missing.start;
+                    let extends_head = start == h.len() as u64;
+                    let range = if extends_head {
+                        start
+                            ..(missing.end + first)
+                                .min(size - t.len() as u64)
+                                .max(missing.end)
+                    } else {
+                        missing
+                            .start
+                            .saturating_sub(first)
+                            .max(h.len() as u64)
+                            .min(start)..missing.end
+                    };
+                    let bytes = file.range(range.clone(), |_| Ok(())).await?;
+                    (head, tail) = (h, t);
+                    if extends_head {
+                        head.extend_from_slice(&bytes);
+                    } else {
+                        let mut grown = bytes.to_vec();
+                        grown.extend_from_slice(&tail);
+                        tail = grown;
+                    }
+                }
+            }
+        };
+        let streaming = envelope
+            .as_ref()
+            .is_some_and(|envelope| !envelope.header().flags().contains(Flags::TRUENO_NATIVE));
+        let inner = match envelope {
+            Some(envelope) if streaming => {
+                let mut opening = RangedOpening::begin(envelope, load)?;
+                if let Some(range) = opening.signed_payload() {
+                    file.stream(range, |piece| Ok(opening.update(piece)?))
+                        .await?;
+                }
+                Inner::Ranged(Box::new(opening.finish()?))
+            }
+            _ => {
+                // The whole file: its CRC32 (or, TRUENO_NATIVE, its arrays' CRC-32C) is checked
+                // by the local reader over exactly these bytes.
+                let whole = file.range(0..size, |_| Ok(())).await?;
+                Inner::Whole(Box::new(StreamingDataset::from_bytes(
+                    whole.to_vec(),
+                    load,
+                )?))
+            }
+        };
+        let permits = usize::try_from(options.max_in_flight.clamp(1, u64::from(u32::MAX)))
+            .unwrap_or(u32::MAX as usize);
+        Ok(Self {
+            file,
+            inner,
+            options,
+            in_flight: Arc::new(Semaphore::new(permits)),
+        })
+    }
+
+    /// The object read (size, ETag, requests sent).
+    #[must_use]
+    pub fn file(&self) -> &RemoteFile {
+        &self.file
+    }
+
+    /// The schema.
+    #[must_use]
+    pub fn schema(&self) -> &SchemaRef {
+        match &self.inner {
+            Inner::Ranged(dataset) => dataset.schema(),
+            Inner::Whole(dataset) => dataset.schema(),
+        }
+    }
+
+    /// The metadata (dataset card, column docs, ...).
+    #[must_use]
+    pub fn metadata(&self) -> &ald::Metadata {
+        match &self.inner {
+            Inner::Ranged(dataset) => dataset.metadata(),
+            Inner::Whole(dataset) => dataset.file().metadata(),
+        }
+    }
+
+    /// The header's dataset type.
+    #[must_use]
+    pub fn dataset_type(&self) -> ald::DatasetType {
+        match &self.inner {
+            Inner::Ranged(dataset) => dataset.dataset_type(),
+            Inner::Whole(dataset) => dataset.file().dataset_type(),
+        }
+    }
+
+    /// The header.
+    #[must_use]
+    pub fn header(&self) -> &envelope_core::Header {
+        match &self.inner {
+            Inner::Ranged(dataset) => dataset.envelope().header(),
+            Inner::Whole(dataset) => dataset.file().envelope().header(),
+        }
+    }
+
+    /// The license block, if any.
+    #[must_use]
+    pub fn license(&self) -> Option<&ald::LicenseBlock> {
+        match &self.inner {
+            Inner::Ranged(dataset) => dataset.license(),
+            Inner::Whole(dataset) => dataset.file().license(),
+        }
+    }
+
+    /// Total rows.
+    #[must_use]
+    pub fn num_rows(&self) -> u64 {
+        match &self.inner {
+            Inner::Ranged(dataset) => dataset.num_rows(),
+            Inner::Whole(dataset) => dataset.num_rows(),
+        }
+    }
+
+    /// Number of chunks (1 for a file read whole).
+    #[must_use]
+    pub fn num_chunks(&self) -> usize {
+        match &self.inner {
+            Inner::Ranged(dataset) => dataset.num_chunks(),
+            Inner::Whole(dataset) => dataset.num_chunks(),
+        }
+    }
+
+    /// Chunk `chunk` as one record batch: one range request (more only on retries).
+    ///
+    /// # Errors
+    /// As [`RemoteDataset::chunks`].
+    pub async fn chunk(&self, chunk: usize) -> Result<RecordBatch> {
+        let mut batches = self.chunks(chunk..chunk + 1).await?;
+        batches.pop().ok_or_else(|| {
+            Error::from(envelope_core::Error::from(
+                envelope_core::FormatError::NoSuchChunk {
+                    chunk: chunk as u64,
+                    count: self.num_chunks() as u64,
+                },
+            ))
+        })
+    }
+
+    /// Chunks `chunks`, in order, fetched in parallel: at most
+    /// [`ReadOptions::max_requests`] requests and [`ReadOptions::max_in_flight`] bytes fetched
+    /// and not yet decoded at once. Each chunk's bytes are checked (CRC-32C, or AES-GCM) before
+    /// they are decoded; a chunk whose bytes do not match is requested again (a body changed in
+    /// transit), within the retry budget.
+    ///
+    /// # Errors
+    /// `ObjectChanged`; `RetriesExhausted` (its signal is the last failure's:
+    /// `ChecksumMismatch` for a chunk that never matched); `Dataset` for a chunk that does not
+    /// decode, `DecryptionFailed`; `Usage` for a chunk the file does not have.
+    pub async fn chunks(&self, chunks: Range<usize>) -> Result<Vec<RecordBatch>> {
+        let dataset = match &self.inner {
+            Inner::Ranged(dataset) => dataset,
+            Inner::Whole(dataset) => {
+                return chunks
+                    .map(|chunk| dataset.get_chunk(chunk).map_err(Error::from))
+                    .collect();
+            }
+        };
+        let budget = self.options.max_in_flight.clamp(1, u64::from(u32::MAX));
+        futures::stream::iter(chunks)
+            .map(|chunk| async move {
+                let range = dataset.chunk_range(chunk)?;
+                let cost =
+                    u32::try_from((range.end - range.start).clamp(1, budget)).unwrap_or(u32::MAX);
+                // Held until the chunk is decoded: the bytes fetched and not yet turned into
+                // a batch never exceed the budget (one oversized chunk runs alone).
+                let _permit =
+                    self.in_flight.acquire_many(cost).await.map_err(|_| {
+                        Error::Runtime(std::io::Error::other("the semaphore closed"))
+                    })?;
+                let stored: Bytes = self
+                    .file
+                    .range(range, |bytes| Ok(dataset.check_chunk(chunk, bytes)?))
+                    .await?;
+                Ok::<_, Error>(dataset.decode_chunk(chunk, &stored)?)
+            })
+            .buffered(self.options.max_requests.max(1))
+            .try_collect()
+            .await
+    }
+
+    /// Rows `start..start + count`, fetching only the chunks they lie in.
+    ///
+    /// # Errors
+    /// `Usage` if the range goes past the last row; as [`RemoteDataset::chunks`].
+    pub async fn rows(&self, start: u64, count: u64) -> Result<RecordBatch> {
+        let dataset = match &self.inner {
+            Inner::Ranged(dataset) => dataset,
+            Inner::Whole(dataset) => return Ok(dataset.get_rows(start, count)?),
+        };
+        let chunks = dataset.chunks_of_rows(start, count)?;
+        let first = chunks.start;
+        let batches = self.chunks(chunks).await?;
+        let mut pieces = Vec::with_capacity(batches.len());
+        let end = start + count;
+        for (offset, batch) in batches.iter().enumerate() {
+            // `chunks_of_rows` gave chunks of the index: each has an entry.
+            let Some(entry) = dataset.chunk_entry(first + offset) else {
+                continue;
+            };
+            let from = start.saturating_sub(entry.first_item);
+            let to = end.min(entry.first_item + entry.item_count) - entry.first_item;
+            let (from, to) = (to_usize(from)?, to_usize(to)?);
+            pieces.push(batch.slice(from, to.saturating_sub(from)));
+        }
+        arrow_select::concat::concat_batches(self.schema(), &pieces).map_err(|error| {
+            Error::Dataset(ald::Error::from(envelope_core::Error::Decoding {
+                what: "the rows asked for",
+                source: Box::new(error),
+            }))
+        })
+    }
+}
+
+fn to_usize(value: u64) -> Result<usize> {
+    Ok(envelope_core::Error::fit_in_memory("a row offset", value)?)
+}

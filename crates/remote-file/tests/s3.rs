@@ -1,0 +1,233 @@
+//! A real S3 API on loopback: `moto` in server mode (`$INTEROP_PYTHON -m moto.server`), started
+//! per test on a free port of 127.0.0.1 and killed when the test ends, failed or not.
+
+use std::io::{Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use envelope_core::Signal;
+use object_store::ObjectStoreExt as _;
+use object_store::aws::AmazonS3Builder;
+use object_store::path::Path;
+use remote_file::{BlockingDataset, Location, ReadOptions};
+
+use super::proxy::Proxy;
+use super::{Kind, check_against_local, samples, with_load};
+
+const BUCKET: &str = "datasets";
+
+/// The moto server; killed on drop.
+struct Moto {
+    child: Child,
+    port: u16,
+}
+
+impl Moto {
+    fn start() -> Self {
+        let python = std::env::var_os("INTEROP_PYTHON").expect("INTEROP_PYTHON");
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(python)
+            .args([
+                "-m",
+                "moto.server",
+                "-H",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("moto.server (pip install 'moto[server]')");
+        let moto = Self { child, port };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "moto did not start within 60 s");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        moto.create_bucket();
+        moto
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// `PUT /bucket` (moto does not check signatures).
+    fn create_bucket(&self) {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        write!(
+            stream,
+            "PUT /{BUCKET} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            self.port
+        )
+        .unwrap();
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    }
+
+    /// Uploads `bytes` as `key`, straight to the server.
+    fn put(&self, key: &str, bytes: &[u8]) {
+        let store = AmazonS3Builder::new()
+            .with_bucket_name(BUCKET)
+            .with_endpoint(self.endpoint())
+            .with_allow_http(true)
+            .with_access_key_id("test")
+            .with_secret_access_key("test")
+            .with_region("us-east-1")
+            .build()
+            .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime
+            .block_on(store.put(&Path::from(key), bytes.to_vec().into()))
+            .unwrap();
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `s3://datasets/key` through `endpoint` (the server, or the proxy in front of it).
+fn location(endpoint: &str, key: &str) -> Location {
+    Location::parse_with(
+        &format!("s3://{BUCKET}/{key}"),
+        [
+            ("aws_endpoint", endpoint.to_owned()),
+            ("aws_allow_http", "true".to_owned()),
+            ("aws_access_key_id", "test".to_owned()),
+            ("aws_secret_access_key", "test".to_owned()),
+            ("aws_region", "us-east-1".to_owned()),
+        ],
+    )
+    .unwrap()
+}
+
+#[test]
+#[ignore = "needs $INTEROP_PYTHON with moto[server] (.ci/run)"]
+fn files_on_s3_read_as_the_local_reader_reads_them() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(moto.port);
+    for sample in samples() {
+        moto.put(sample.name, &sample.bytes);
+        with_load(sample.kind, |load| {
+            let before = proxy.gets();
+            let dataset = BlockingDataset::open_location(
+                location(&proxy.endpoint(), sample.name),
+                load,
+                ReadOptions::default(),
+            )
+            .unwrap_or_else(|error| panic!("{}: {error}", sample.name));
+            let opened = proxy.gets() - before;
+            match (sample.kind, sample.name) {
+                // Whole-file CRC32: the two first requests and the bytes between.
+                (_, "whole_lz4.ald") => assert_eq!(opened, 3, "{}", sample.name),
+                // The payload streamed through the signature check.
+                (Kind::Signed, _) => assert_eq!(opened, 3, "{}", sample.name),
+                _ => assert_eq!(opened, 2, "{}", sample.name),
+            }
+            if sample.name != "whole_lz4.ald" {
+                let before = proxy.gets();
+                dataset.chunk(1).unwrap();
+                assert_eq!(proxy.gets() - before, 1, "one chunk, one request");
+            }
+            check_against_local(&dataset, &sample, load);
+        });
+    }
+}
+
+#[test]
+#[ignore = "needs $INTEROP_PYTHON with moto[server] (.ci/run)"]
+fn a_connection_cut_mid_body_is_retried_and_the_rows_are_right() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(moto.port);
+    let sample = samples().remove(1); // streaming_plain.ald: 100 rows of ~45 bytes per chunk
+    moto.put(sample.name, &sample.bytes);
+    with_load(Kind::Plain, |load| {
+        let dataset = BlockingDataset::open_location(
+            location(&proxy.endpoint(), sample.name),
+            load,
+            ReadOptions::default(),
+        )
+        .unwrap();
+        let local = ald::StreamingDataset::from_bytes(&sample.bytes[..], load).unwrap();
+        let chunk_len = {
+            let entry = local.chunk_entry(4).unwrap();
+            entry.stored_size as usize
+        };
+        assert!(chunk_len > 2048, "{chunk_len}");
+        // The response headers are a few hundred bytes: the cut lands inside the body.
+        proxy.cut_after(1024 + chunk_len / 2);
+        let before = proxy.gets();
+        let batch = dataset.chunk(4).unwrap();
+        assert_eq!(proxy.cuts(), 1, "the proxy cut one response");
+        assert!(
+            proxy.gets() - before >= 2,
+            "the cut range was requested again"
+        );
+        assert_eq!(batch, local.get_chunk(4).unwrap());
+        // And a whole read in parallel after another cut.
+        proxy.cut_after(3000);
+        check_against_local(&dataset, &sample, load);
+        assert_eq!(proxy.cuts(), 2);
+    });
+}
+
+#[test]
+#[ignore = "needs $INTEROP_PYTHON with moto[server] (.ci/run)"]
+fn truncated_and_replaced_objects_are_refused() {
+    let moto = Moto::start();
+    let sample = samples().remove(0);
+    moto.put("cut.ald", &sample.bytes[..sample.bytes.len() - 100]);
+    let error = BlockingDataset::open_location(
+        location(&moto.endpoint(), "cut.ald"),
+        &ald::LoadOptions::default(),
+        ReadOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            error.signal(),
+            Signal::InvalidFormat | Signal::ChecksumMismatch
+        ),
+        "{error}"
+    );
+
+    moto.put("replaced.ald", &sample.bytes);
+    let dataset = BlockingDataset::open_location(
+        location(&moto.endpoint(), "replaced.ald"),
+        &ald::LoadOptions::default(),
+        ReadOptions::default(),
+    )
+    .unwrap();
+    dataset.chunk(0).unwrap();
+    let other = super::table(1000, 60)
+        .to_bytes(&super::save_options(
+            envelope_core::Compression::ZstdL3,
+            Some(64),
+        ))
+        .unwrap();
+    moto.put("replaced.ald", &other);
+    let error = dataset.chunk(1).unwrap_err();
+    assert!(
+        matches!(error, remote_file::Error::ObjectChanged { .. }),
+        "{error}"
+    );
+    assert_eq!(error.signal(), Signal::ChecksumMismatch);
+}
