@@ -75,7 +75,6 @@ pub mod commercial;
 #[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
 pub mod fs;
 
-/// Training data over a sharded `.ald` set, in the order a lineage access plan names.
 #[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
 pub mod train;
 
