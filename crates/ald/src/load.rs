@@ -80,12 +80,12 @@ impl<B: AsRef<[u8]>> Opened<B> {
             None => None,
         };
         let license = envelope_license::check_license(&envelope, options.now_unix)?;
-        let dataset_type = DatasetType::from_id(envelope.header().type_id())?;
-        let metadata = Metadata::decode(envelope.checked_metadata()?)?;
-        let schema = ipc::parse_schema(envelope.checked_schema()?)?;
-        if let Some(expected) = options.expected_schema {
-            check_schema(expected, &schema)?;
-        }
+        let (dataset_type, metadata, schema) = describe(
+            envelope.header().type_id(),
+            || envelope.checked_metadata(),
+            || envelope.checked_schema(),
+            options,
+        )?;
         let arrays = match envelope.section(envelope_core::Section::TensorIndex) {
             Some(body) => {
                 if let Some(chunks) = envelope.chunk_index() {
@@ -308,4 +308,23 @@ impl<B: AsRef<[u8]>> Opened<B> {
 /// As [`Opened::open`].
 pub fn read_schema(bytes: &[u8]) -> Result<SchemaRef> {
     Ok(Opened::open(bytes, &LoadOptions::default())?.schema)
+}
+
+/// The steps of 000 §5.0 after the signature and the license, shared by every opener of a
+/// dataset (whole bytes, [`crate::ranged`]): the header's dataset type, then the metadata, then
+/// the schema (each section within the reader's limits before it is decoded), then the schema the
+/// caller expects.
+pub(crate) fn describe<'a>(
+    type_id: u16,
+    metadata: impl FnOnce() -> envelope_core::Result<&'a [u8]>,
+    schema: impl FnOnce() -> envelope_core::Result<&'a [u8]>,
+    options: &LoadOptions<'_>,
+) -> Result<(DatasetType, Metadata, SchemaRef)> {
+    let dataset_type = DatasetType::from_id(type_id)?;
+    let metadata = Metadata::decode(metadata()?)?;
+    let schema = ipc::parse_schema(schema()?)?;
+    if let Some(expected) = options.expected_schema {
+        check_schema(expected, &schema)?;
+    }
+    Ok((dataset_type, metadata, schema))
 }

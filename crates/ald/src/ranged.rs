@@ -22,7 +22,6 @@ use envelope_core::{
 };
 use envelope_license::LicenseBlock;
 
-use crate::dataset::check_schema;
 use crate::dataset_type::DatasetType;
 use crate::ipc;
 use crate::load::{LoadOptions, check_rows};
@@ -111,12 +110,12 @@ impl<'o, B: AsRef<[u8]>> RangedOpening<'o, B> {
             envelope.section(envelope_core::Section::License),
             options.now_unix,
         )?;
-        let dataset_type = DatasetType::from_id(envelope.header().type_id())?;
-        let metadata = Metadata::decode(envelope.checked_metadata()?)?;
-        let schema = ipc::parse_schema(envelope.checked_schema()?)?;
-        if let Some(expected) = options.expected_schema {
-            check_schema(expected, &schema)?;
-        }
+        let (dataset_type, metadata, schema) = crate::load::describe(
+            envelope.header().type_id(),
+            || envelope.checked_metadata(),
+            || envelope.checked_schema(),
+            &options,
+        )?;
         #[cfg(feature = "format-encryption")]
         let decryptor = match options.key {
             Some(key) if envelope.header().flags().contains(Flags::ENCRYPTED) => {
