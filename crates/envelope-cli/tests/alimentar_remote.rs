@@ -3,65 +3,12 @@
 //! tests/python/requirements.txt), started on a free port of 127.0.0.1 and killed when the test
 //! ends, failed or not. The output (text and `--json`) is the local file's, byte for byte.
 
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
 use crate::support::{ALIMENTAR, Scratch, python, stderr};
-
-/// The moto server; killed on drop.
-struct Moto {
-    child: Child,
-    port: u16,
-}
-
-impl Moto {
-    fn start() -> Self {
-        let interpreter = std::env::var("INTEROP_PYTHON").expect("INTEROP_PYTHON");
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(interpreter)
-            .args([
-                "-m",
-                "moto.server",
-                "-H",
-                "127.0.0.1",
-                "-p",
-                &port.to_string(),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("moto.server");
-        let moto = Self { child, port };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "moto did not start within 60 s");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        moto
-    }
-
-    fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 #[test]
 #[ignore = "interop: needs INTEROP_PYTHON with moto[server] (run by .ci/run)"]
 fn head_and_schema_of_an_s3_url_print_what_the_local_file_prints() {
-    let moto = Moto::start();
+    let moto = test_support::MotoServer::start();
     let ws = Scratch::new();
     let mut csv = String::from("id,name,score\n");
     for i in 0..400 {

@@ -2,9 +2,8 @@
 //! per test on a free port of 127.0.0.1 and killed when the test ends, failed or not.
 
 use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::net::TcpStream;
+use std::time::Duration;
 
 use envelope_core::Signal;
 use object_store::ObjectStoreExt as _;
@@ -17,58 +16,30 @@ use super::{Kind, check_against_local, samples, with_load};
 
 const BUCKET: &str = "datasets";
 
-/// The moto server; killed on drop.
-struct Moto {
-    child: Child,
-    port: u16,
-}
+/// The shared moto server with this file's bucket in it.
+struct Moto(test_support::MotoServer);
 
 impl Moto {
     fn start() -> Self {
-        let python = std::env::var_os("INTEROP_PYTHON").expect("INTEROP_PYTHON");
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(python)
-            .args([
-                "-m",
-                "moto.server",
-                "-H",
-                "127.0.0.1",
-                "-p",
-                &port.to_string(),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("moto.server (pip install 'moto[server]')");
-        let moto = Self { child, port };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "moto did not start within 60 s");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let moto = Self(test_support::MotoServer::start());
         moto.create_bucket();
         moto
     }
 
     fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        self.0.endpoint()
     }
 
     /// `PUT /bucket` (moto does not check signatures).
     fn create_bucket(&self) {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        let mut stream = TcpStream::connect(("127.0.0.1", self.0.port())).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
             .unwrap();
         write!(
             stream,
             "PUT /{BUCKET} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-            self.port
+            self.0.port()
         )
         .unwrap();
         let mut response = String::new();
@@ -97,13 +68,6 @@ impl Moto {
     }
 }
 
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// `s3://datasets/key` through `endpoint` (the server, or the proxy in front of it).
 fn location(endpoint: &str, key: &str) -> Location {
     Location::parse_with(
@@ -123,7 +87,7 @@ fn location(endpoint: &str, key: &str) -> Location {
 #[ignore = "needs $INTEROP_PYTHON with moto[server] (.ci/run)"]
 fn files_on_s3_read_as_the_local_reader_reads_them() {
     let moto = Moto::start();
-    let proxy = Proxy::start(moto.port);
+    let proxy = Proxy::start(moto.0.port());
     for sample in samples() {
         moto.put(sample.name, &sample.bytes);
         with_load(sample.kind, |load| {
@@ -156,7 +120,7 @@ fn files_on_s3_read_as_the_local_reader_reads_them() {
 #[ignore = "needs $INTEROP_PYTHON with moto[server] (.ci/run)"]
 fn a_connection_cut_mid_body_is_retried_and_the_rows_are_right() {
     let moto = Moto::start();
-    let proxy = Proxy::start(moto.port);
+    let proxy = Proxy::start(moto.0.port());
     let sample = samples().remove(1); // streaming_plain.ald: 100 rows of ~45 bytes per chunk
     moto.put(sample.name, &sample.bytes);
     with_load(Kind::Plain, |load| {

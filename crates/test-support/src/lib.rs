@@ -7,10 +7,12 @@
 
 mod counting_rng;
 mod interop;
+mod moto;
 mod vectors;
 
 pub use counting_rng::CountingRng;
 pub use interop::{python, python_ok};
+pub use moto::MotoServer;
 pub use vectors::{
     FailVector, check_fail_vectors, check_vectors, fail_vectors, replay_corpus, write_vectors,
 };
