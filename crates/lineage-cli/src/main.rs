@@ -12,6 +12,7 @@ mod log;
 mod plan;
 mod publish;
 mod records;
+mod remote;
 mod show;
 
 use std::path::{Path, PathBuf};
@@ -137,7 +138,10 @@ enum SampleUnit {
 #[derive(Args, Debug)]
 struct SnapshotArgs {
     /// Dataset root directory. Every regular file below it is a source; empty directories are
-    /// ignored; symlinks fail unless --symlinks-as-target-path.
+    /// ignored; symlinks fail unless --symlinks-as-target-path. Or a prefix in object storage
+    /// (s3://bucket/prefix, gs://, az://): every object under it is a source, named by its key
+    /// relative to the prefix, and the IDs are those of a local copy (docs/lineage.md §3.6;
+    /// store configuration from the environment as in docs/remote.md).
     dir: PathBuf,
     /// tenant_id (the namespace of every lineage object).
     #[arg(long)]
@@ -165,6 +169,10 @@ struct SnapshotArgs {
     /// Hashing threads (default: all cores).
     #[arg(long, default_value_t = 0)]
     threads: usize,
+    /// Objects fetched at once when DIR is in object storage (each holds one network buffer:
+    /// this bounds memory and connections).
+    #[arg(long, default_value_t = remote::DEFAULT_CONCURRENCY, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    concurrency: u16,
     /// Treat symlinks as files holding their target path instead of failing.
     #[arg(long)]
     symlinks_as_target_path: bool,
@@ -232,6 +240,9 @@ fn policy(as_target: bool) -> SymlinkPolicy {
 }
 
 fn hash_dir(a: &SnapshotArgs, file_hashes: &mut Vec<Digest>) -> Result<Option<DatasetDigest>> {
+    if remote::is_remote(&a.dir) {
+        return hash_remote(a, file_hashes).map(Some);
+    }
     let tree = walk(&a.dir, policy(a.symlinks_as_target_path))?;
     let opts = HashOptions {
         threads: a.threads,
@@ -261,6 +272,30 @@ fn hash_dir(a: &SnapshotArgs, file_hashes: &mut Vec<Digest>) -> Result<Option<Da
             None
         }
     })
+}
+
+/// [`hash_dir`] for a prefix in object storage.
+fn hash_remote(a: &SnapshotArgs, file_hashes: &mut Vec<Digest>) -> Result<DatasetDigest> {
+    if a.checkpoint.is_some() {
+        anyhow::bail!(
+            "--checkpoint resumes a local walk by the files' inode and times, which objects do not have; it is not available for object storage"
+        );
+    }
+    let url = a.dir.to_str().unwrap_or_default();
+    let bar = cli_support::progress::items(0, "objects", "hashing");
+    let tracing = a.trace.is_some();
+    let digest = remote::hash_prefix(url, a.threads, usize::from(a.concurrency), &mut |p| {
+        if tracing {
+            file_hashes.push(p.file_hash);
+        }
+        bar.set_length(p.files_total);
+        bar.set_position(p.files_done);
+        if p.files_done % 256 == 0 || p.files_done == p.files_total {
+            bar.set_message(format!("{} MiB", p.bytes_done >> 20));
+        }
+    })?;
+    bar.finish_and_clear();
+    Ok(digest)
 }
 
 /// Takes the snapshot of `a.dir`, writes its trace (`--trace`) and, with `cert`, its signed

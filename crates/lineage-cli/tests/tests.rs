@@ -5,6 +5,8 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod remote;
+
 const SPLITS: &str = r#"[{"split_name":"train","split_fraction":0.5,"split_seed":7},
                          {"split_name":"test","split_fraction":0.5,"split_seed":7}]"#;
 const TRANSFORMS: &str = r#"[{"seq":1,"op":"lowercase"},{"seq":0,"op":"dedupe","threshold":0.25}]"#;

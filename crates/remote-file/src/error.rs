@@ -83,6 +83,9 @@ pub enum Error {
     /// The runtime of the synchronous facade could not be started.
     #[error("Io: cannot start the I/O runtime: {0}")]
     Runtime(#[source] std::io::Error),
+    /// A task reading objects in parallel panicked or was cancelled.
+    #[error("Io: a reading task failed: {0}")]
+    Task(String),
     /// The file itself was refused (integrity, signature, license, schema, decryption).
     #[error(transparent)]
     Dataset(#[from] ald::Error),
@@ -100,7 +103,9 @@ impl Error {
     pub fn signal(&self) -> Signal {
         match self {
             Self::Location { .. } => Signal::Usage,
-            Self::Store { .. } | Self::ShortBody { .. } | Self::Runtime(_) => Signal::Io,
+            Self::Store { .. } | Self::ShortBody { .. } | Self::Runtime(_) | Self::Task(_) => {
+                Signal::Io
+            }
             // A chunk that never came back intact: the last failure says why (a checksum that
             // never matched is ChecksumMismatch, a connection that kept dropping Io).
             Self::RetriesExhausted { last, .. } => last.signal(),

@@ -75,12 +75,7 @@ impl RemoteFile {
         tail: u64,
         retry: Retry,
     ) -> Result<(Self, Bytes, Bytes)> {
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0x9e37_79b9, |elapsed| {
-                u64::from(elapsed.subsec_nanos()) ^ elapsed.as_secs()
-            })
-            | 1;
+        let seed = jitter_seed();
         let mut file = Self {
             location,
             size: 0,
@@ -107,6 +102,27 @@ impl RemoteFile {
         file.e_tag = first_meta.e_tag;
         file.version = first_meta.version;
         Ok((file, first, last))
+    }
+
+    /// The object as a listing saw it (size, ETag, version), without a request: every later
+    /// request is pinned to that version, as after [`RemoteFile::open`].
+    #[must_use]
+    pub fn listed(
+        location: Location,
+        size: u64,
+        e_tag: Option<String>,
+        version: Option<String>,
+        retry: Retry,
+    ) -> Self {
+        Self {
+            location,
+            size,
+            e_tag,
+            version,
+            retry,
+            requests: AtomicU64::new(0),
+            jitter: AtomicU64::new(jitter_seed()),
+        }
     }
 
     /// The object's size.
@@ -322,6 +338,16 @@ impl RemoteFile {
         self.jitter.store(x, Ordering::Relaxed);
         x
     }
+}
+
+/// A nonzero seed for the backoff jitter, from the clock (not for anything secret).
+fn jitter_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0x9e37_79b9, |elapsed| {
+            u64::from(elapsed.subsec_nanos()) ^ elapsed.as_secs()
+        })
+        | 1
 }
 
 #[cfg(test)]

@@ -32,10 +32,12 @@ mod blocking;
 mod dataset;
 mod error;
 mod fetch;
+mod listing;
 mod location;
 
 pub use blocking::BlockingDataset;
 pub use dataset::{ReadOptions, RemoteDataset};
 pub use error::{Error, Result};
 pub use fetch::{RemoteFile, Retry};
+pub use listing::{Listed, for_each_object};
 pub use location::Location;

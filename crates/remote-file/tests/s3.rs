@@ -32,13 +32,19 @@ impl Moto {
 
     /// `PUT /bucket` (moto does not check signatures).
     fn create_bucket(&self) {
+        self.put_empty(BUCKET);
+    }
+
+    /// `PUT /path` with an empty body, the key spelled exactly (object_store's paths would drop
+    /// a trailing `/`).
+    fn put_empty(&self, path: &str) {
         let mut stream = TcpStream::connect(("127.0.0.1", self.0.port())).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
             .unwrap();
         write!(
             stream,
-            "PUT /{BUCKET} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            "PUT /{path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
             self.0.port()
         )
         .unwrap();
@@ -194,4 +200,85 @@ fn truncated_and_replaced_objects_are_refused() {
         "{error}"
     );
     assert_eq!(error.signal(), Signal::ChecksumMismatch);
+}
+
+/// A prefix read as a directory: its objects (recursively) in key order, named relative to it,
+/// without folder markers or a sibling prefix sharing its first letters; each object streamed
+/// whole through a connection cut mid-body; an object replaced after the listing refused.
+#[test]
+#[ignore = "needs $INTEROP_PYTHON with moto[server] (.ci/run)"]
+fn a_prefix_lists_its_tree_and_streams_each_object_as_listed() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(moto.0.port());
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    for (key, bytes) in [
+        ("tree/b/c.bin", &b"\x00\x01\x02"[..]),
+        ("tree/a.txt", b"hello"),
+        ("tree/big.bin", &big),
+        ("tree2/x.txt", b"not in the tree"),
+        ("tre", b"neither"),
+    ] {
+        moto.put(key, bytes);
+    }
+    // A folder marker (key `tree/b/`) and a real empty object: only the object is in the tree.
+    moto.put_empty(&format!("{BUCKET}/tree/b/"));
+    moto.put("tree/empty", b"");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let prefix = location(&proxy.endpoint(), "tree");
+    let listed = runtime.block_on(prefix.list()).unwrap();
+    let names: Vec<&str> = listed.iter().map(|l| l.relative.as_str()).collect();
+    assert_eq!(names, ["a.txt", "b/c.bin", "big.bin", "empty"]);
+    assert_eq!(listed[2].size, big.len() as u64);
+    assert!(listed[0].location().as_str().ends_with("tree/a.txt"));
+
+    proxy.cut_after(100_000);
+    let mut read = vec![Vec::new(); listed.len()];
+    runtime
+        .block_on(remote_file::for_each_object(
+            &listed,
+            2,
+            |object| async move {
+                let mut bytes = Vec::new();
+                object
+                    .file(remote_file::Retry::default())
+                    .stream(0..object.size, |piece| {
+                        bytes.extend_from_slice(piece);
+                        Ok(())
+                    })
+                    .await?;
+                Ok(bytes)
+            },
+            |index, bytes| {
+                read[index] = bytes;
+                Ok(())
+            },
+        ))
+        .unwrap();
+    assert_eq!(proxy.cuts(), 1, "the proxy cut one response");
+    assert_eq!(
+        read,
+        [
+            b"hello".to_vec(),
+            b"\x00\x01\x02".to_vec(),
+            big.clone(),
+            Vec::new()
+        ]
+    );
+
+    moto.put("tree/a.txt", b"HELLO");
+    let error = runtime
+        .block_on(
+            listed[0]
+                .file(remote_file::Retry::default())
+                .stream(0..listed[0].size, |_| Ok(())),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(error, remote_file::Error::ObjectChanged { .. }),
+        "{error}"
+    );
 }
