@@ -6,6 +6,12 @@
 //! only dictionary and record batch messages. A STREAMING file's decoded chunks, concatenated,
 //! are exactly such a payload, and each chunk alone decodes after the schema message, because
 //! every chunk carries the dictionaries its batches use.
+//!
+//! Two decoders read payload messages, both after the same framing checks: Arrow's
+//! `StreamDecoder` for every column ([`decode_batches`], [`decode_from_reader`]), and, for a
+//! column projection ([`decode_batches_projected`], docs/ald.md §6.2), Arrow's
+//! `RecordBatchDecoder::with_projection` and `read_dictionary` message by message, which skip the
+//! other columns' buffers and the dictionaries only they use.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
