@@ -38,7 +38,7 @@ impl Rng {
 
     /// Whether a slot is null (about one in four).
     fn null(&mut self) -> bool {
-        self.next() % 4 == 0
+        self.next().is_multiple_of(4)
     }
 
     fn word(&mut self) -> &'static str {
@@ -59,7 +59,7 @@ fn column(kind: usize, rows: usize, rng: &mut Rng) -> ArrayRef {
             (0..rows).map(|_| (!rng.null()).then(|| (rng.next() >> 11) as f64)),
         )),
         3 => Arc::new(BooleanArray::from_iter(
-            (0..rows).map(|_| (!rng.null()).then(|| rng.next() % 2 == 0)),
+            (0..rows).map(|_| (!rng.null()).then(|| rng.next().is_multiple_of(2))),
         )),
         4 => Arc::new(
             (0..rows)
