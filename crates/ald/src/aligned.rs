@@ -377,7 +377,9 @@ impl ArrayBytes<'_> {
 
 /// Rebuilds the table of a TRUENO_NATIVE dataset from its payload: one record batch of
 /// `num_rows` rows whose columns are the arrays of `index` (already checked against `schema` by
-/// [`parse_index`]). With `verified` false, each array's CRC-32C is checked before it is used.
+/// [`parse_index`]), all of them or those of a checked `projection`. With `verified` false, each
+/// array used has its CRC-32C checked before it is used; the arrays a projection leaves out are
+/// neither checked nor copied (each array has a checksum of its own, docs/ald.md §6.2).
 ///
 /// # Errors
 /// `InvalidFormat` if the payload is not exactly the arrays and the zero padding between them;
@@ -389,6 +391,7 @@ pub(crate) fn decode_arrays(
     num_rows: u64,
     payload: &ArrayBytes<'_>,
     verified: bool,
+    projection: Option<&[usize]>,
 ) -> Result<RecordBatch> {
     refuse_big_endian()?;
     let bytes = payload.as_slice();
@@ -396,8 +399,23 @@ pub(crate) fn decode_arrays(
     // outside every array is zero, or the file is refused.
     index.check_payload(bytes)?;
     let rows = EnvelopeError::fit_in_memory("the number of rows", num_rows)?;
-    let mut columns = Vec::with_capacity(index.len());
-    for entry in index.entries() {
+    let all: Vec<usize>;
+    let (projection, schema) = match projection {
+        Some(projection) => (
+            projection,
+            crate::streaming::projected_schema(schema, projection)?,
+        ),
+        None => {
+            all = (0..index.len()).collect();
+            (&all[..], Arc::clone(schema))
+        }
+    };
+    let mut columns = Vec::with_capacity(projection.len());
+    for &column in projection {
+        let entry = index
+            .entries()
+            .get(column)
+            .ok_or_else(|| inconsistent("the tensor index lists fewer arrays than the schema"))?;
         // Both fit: the range lies within `bytes` (checked above).
         let start = usize::try_from(entry.offset).unwrap_or(usize::MAX);
         let len = usize::try_from(entry.size_bytes).unwrap_or(usize::MAX);
@@ -427,7 +445,7 @@ pub(crate) fn decode_arrays(
         columns.push(array(entry, buffer, rows)?);
     }
     let options = RecordBatchOptions::new().with_row_count(Some(rows));
-    RecordBatch::try_new_with_options(Arc::clone(schema), columns, &options).map_err(|error| {
+    RecordBatch::try_new_with_options(schema, columns, &options).map_err(|error| {
         Error::Undecodable {
             rule: FormatError::Inconsistent {
                 reason: "the aligned arrays do not form a table of the schema",

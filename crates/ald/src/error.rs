@@ -139,13 +139,20 @@ pub enum Error {
     #[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
     #[error("{}: {}", lineage_signal(.0), .0)]
     Lineage(#[source] lineage::Error),
-    /// A column index (of a watermark's selection) past the last column.
+    /// A column index (of a watermark's selection or a projection) past the last column.
     #[error("Usage: there is no column {index}: the schema has {columns} columns")]
     NoSuchColumn {
         /// The index asked for.
         index: usize,
         /// The columns the schema has.
         columns: usize,
+    },
+    /// A column index given twice in a projection (each column is read at most once; repeat it
+    /// from the batch if wanted twice).
+    #[error("Usage: column {index} is asked for twice in the projection")]
+    DuplicateColumn {
+        /// The index given twice.
+        index: usize,
     },
 }
 
@@ -202,7 +209,8 @@ impl Error {
             | Self::InvalidArgument(_)
             | Self::Watermark(_)
             | Self::ColumnNotWatermarkable { .. }
-            | Self::NoSuchColumn { .. } => Signal::Usage,
+            | Self::NoSuchColumn { .. }
+            | Self::DuplicateColumn { .. } => Signal::Usage,
             #[cfg(all(feature = "fs", not(target_arch = "wasm32")))]
             Self::Lineage(error) => lineage_signal_of(error),
         }
@@ -333,6 +341,7 @@ mod tests {
                 index: 9,
                 columns: 2,
             },
+            Error::DuplicateColumn { index: 1 },
             Error::from(envelope_core::Error::ChecksumMismatch {
                 stored: 1,
                 computed: 2,

@@ -6,12 +6,21 @@
 //! only dictionary and record batch messages. A STREAMING file's decoded chunks, concatenated,
 //! are exactly such a payload, and each chunk alone decodes after the schema message, because
 //! every chunk carries the dictionaries its batches use.
+//!
+//! Two decoders read payload messages, both after the same framing checks: Arrow's
+//! `StreamDecoder` for every column ([`decode_batches`], [`decode_from_reader`]), and, for a
+//! column projection ([`decode_batches_projected`], docs/ald.md §6.2), Arrow's
+//! `RecordBatchDecoder::with_projection` and `read_dictionary` message by message, which skip the
+//! other columns' buffers and the dictionaries only they use.
 
-use arrow_array::RecordBatch;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_buffer::Buffer;
-use arrow_ipc::reader::StreamDecoder;
+use arrow_ipc::reader::{RecordBatchDecoder, StreamDecoder};
 use arrow_ipc::writer::StreamEncoder;
-use arrow_schema::{ArrowError, Schema, SchemaRef};
+use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 
 use envelope_core::compression::PayloadReader;
 use envelope_core::{Error as EnvelopeError, FormatError, Section};
@@ -172,15 +181,7 @@ pub fn decode_batches(schema_section: &[u8], payload: Buffer) -> Result<Vec<Reco
     let mut batches = Vec::new();
     let mut at = 0usize;
     while at < payload.len() {
-        let rest = &payload.as_slice()[at..];
-        let after_prefix = (rest.len() as u64).saturating_sub(PREFIX_LEN as u64);
-        let metadata_len = metadata_len(rest, after_prefix)?;
-        let metadata_end = PREFIX_LEN + to_usize(metadata_len)?;
-        let body_len = checked_body_len(
-            &rest[PREFIX_LEN..metadata_end],
-            (rest.len() - metadata_end) as u64,
-        )?;
-        let len = metadata_end + to_usize(body_len)?;
+        let len = message_len(&payload.as_slice()[at..])?;
         let mut message = payload.slice_with_length(at, len);
         while !message.is_empty() {
             decode_message(&mut decoder, &mut message, &mut batches)?;
@@ -188,6 +189,217 @@ pub fn decode_batches(schema_section: &[u8], payload: Buffer) -> Result<Vec<Reco
         at += len;
     }
     end_of_stream(decoder, batches)
+}
+
+/// The length of the encapsulated message at the start of `rest` (prefix, metadata and body),
+/// after the checks every payload message gets before Arrow's decoder sees it: framing, lengths
+/// within `rest`, alignment, a record or dictionary batch whose buffers lie inside its body, no
+/// IPC body compression.
+fn message_len(rest: &[u8]) -> Result<usize> {
+    let after_prefix = (rest.len() as u64).saturating_sub(PREFIX_LEN as u64);
+    let metadata_len = metadata_len(rest, after_prefix)?;
+    let metadata_end = PREFIX_LEN + to_usize(metadata_len)?;
+    let body_len = checked_body_len(
+        &rest[PREFIX_LEN..metadata_end],
+        (rest.len() - metadata_end) as u64,
+    )?;
+    Ok(metadata_end + to_usize(body_len)?)
+}
+
+/// As [`decode_batches`], keeping only the columns of `projection` (indices into the schema
+/// section's fields, in the order wanted, each at most once): the other columns' buffers are
+/// skipped, not decoded or validated, and the dictionaries only they use are not decoded
+/// (docs/ald.md §6.2). Every message is framed and checked as by [`decode_batches`]; each
+/// batch has the projected schema and the row count its message declares (an empty projection
+/// gives batches of rows and no columns).
+///
+/// # Errors
+/// `Usage` ([`Error::NoSuchColumn`], [`Error::DuplicateColumn`]) for a projection the schema does
+/// not allow, before any payload byte is read; otherwise as [`decode_batches`].
+pub fn decode_batches_projected(
+    schema_section: &[u8],
+    payload: Buffer,
+    projection: &[usize],
+) -> Result<Vec<RecordBatch>> {
+    let mut decoder = ProjectedDecoder::new(schema_section, projection)?;
+    let mut batches = Vec::new();
+    let mut at = 0usize;
+    while at < payload.len() {
+        let len = message_len(&payload.as_slice()[at..])?;
+        let message = payload.slice_with_length(at, len);
+        if let Some(batch) = decoder.decode(&message)? {
+            batches.push(batch);
+        }
+        at += len;
+    }
+    Ok(batches)
+}
+
+/// `Usage` unless `projection` names columns of `schema`, each at most once.
+///
+/// # Errors
+/// [`Error::NoSuchColumn`] for an index past the last column, [`Error::DuplicateColumn`] for an
+/// index given twice.
+pub fn check_projection(schema: &Schema, projection: &[usize]) -> Result<()> {
+    let columns = schema.fields().len();
+    let mut seen = vec![false; columns];
+    for &index in projection {
+        let slot = seen
+            .get_mut(index)
+            .ok_or(Error::NoSuchColumn { index, columns })?;
+        if core::mem::replace(slot, true) {
+            return Err(Error::DuplicateColumn { index });
+        }
+    }
+    Ok(())
+}
+
+/// Decodes payload messages one at a time with a column projection, through Arrow's own
+/// `RecordBatchDecoder::with_projection` and `read_dictionary` (Arrow's `StreamDecoder`, which
+/// the whole-table path uses, has no projection).
+struct ProjectedDecoder {
+    /// The schema section's schema, with the dictionary ids Arrow's decoder looks dictionaries
+    /// up by.
+    schema: SchemaRef,
+    projection: Vec<usize>,
+    /// The dictionary ids the projected columns use (at any depth, dictionaries inside
+    /// dictionary values included): only these dictionary messages are decoded.
+    wanted: HashSet<i64>,
+    /// Every dictionary id of the schema: a dictionary message of another id is refused, as the
+    /// whole-table path refuses it, whether or not it is wanted.
+    known: HashSet<i64>,
+    dictionaries: HashMap<i64, ArrayRef>,
+}
+
+impl ProjectedDecoder {
+    fn new(schema_section: &[u8], projection: &[usize]) -> Result<Self> {
+        let schema = parse_schema(schema_section)?;
+        check_projection(&schema, projection)?;
+        let mut wanted = HashSet::new();
+        let mut known = HashSet::new();
+        for (index, field) in schema.fields().iter().enumerate() {
+            let mut ids = HashSet::new();
+            dictionary_ids(field, &mut ids);
+            if projection.contains(&index) {
+                wanted.extend(ids.iter().copied());
+            }
+            known.extend(ids);
+        }
+        Ok(Self {
+            schema,
+            projection: projection.to_vec(),
+            wanted,
+            known,
+            dictionaries: HashMap::new(),
+        })
+    }
+
+    /// Decodes one whole encapsulated `message` (checked by [`message_len`]): a record batch,
+    /// projected, or `None` for a dictionary batch (decoded if a projected column uses it).
+    fn decode(&mut self, message: &Buffer) -> Result<Option<RecordBatch>> {
+        let metadata_end = PREFIX_LEN + to_usize(metadata_len(message, message.len() as u64)?)?;
+        let body = message.slice(metadata_end);
+        let metadata = arrow_ipc::root_as_message(&message.as_slice()[PREFIX_LEN..metadata_end])
+            .map_err(|_| {
+                malformed(
+                    Section::Payload,
+                    "an Arrow IPC message whose metadata is not a Message flatbuffer",
+                )
+            })?;
+        let version = metadata.version();
+        if let Some(batch) = metadata.header_as_record_batch() {
+            let decoded = guarded(|| {
+                RecordBatchDecoder::try_new(
+                    &body,
+                    batch,
+                    Arc::clone(&self.schema),
+                    &self.dictionaries,
+                    &version,
+                )?
+                .with_projection(Some(&self.projection))
+                .with_require_alignment(false)
+                .read_record_batch()
+            })
+            .map_err(not_record_batches)?;
+            return Ok(Some(decoded));
+        }
+        let dictionary = metadata.header_as_dictionary_batch().ok_or_else(|| {
+            malformed(
+                Section::Payload,
+                "an Arrow IPC message the decoder cannot read",
+            )
+        })?;
+        let id = dictionary.id();
+        if !self.known.contains(&id) {
+            return Err(not_record_batches(ArrowError::InvalidArgumentError(
+                format!("dictionary id {id} not found in schema"),
+            )));
+        }
+        if self.wanted.contains(&id) {
+            let (schema, dictionaries) = (&self.schema, &mut self.dictionaries);
+            guarded(|| {
+                arrow_ipc::reader::read_dictionary(
+                    &body,
+                    dictionary,
+                    schema,
+                    dictionaries,
+                    &version,
+                )
+            })
+            .map_err(not_record_batches)?;
+        }
+        Ok(None)
+    }
+}
+
+/// Every dictionary id `field` uses, itself and at any depth below it (in struct, list, map,
+/// union and run-end children, and in dictionary values), by the ids the schema section gave
+/// them.
+fn dictionary_ids(field: &Field, ids: &mut HashSet<i64>) {
+    // Arrow's IPC reader finds a dictionary column's values by this id (`Field::dict_id`, which
+    // arrow-schema deprecates but arrow-ipc 60 still decodes by): the same ids decide which
+    // dictionary messages a projection needs.
+    #[expect(
+        deprecated,
+        reason = "arrow-ipc 60 looks dictionaries up by Field::dict_id; the projection must agree with it"
+    )]
+    let id = field.dict_id();
+    if let Some(id) = id {
+        ids.insert(id);
+    }
+    data_type_dictionary_ids(field.data_type(), ids);
+}
+
+fn data_type_dictionary_ids(data_type: &DataType, ids: &mut HashSet<i64>) {
+    match data_type {
+        DataType::Struct(fields) => fields.iter().for_each(|field| dictionary_ids(field, ids)),
+        DataType::Union(fields, _) => fields
+            .iter()
+            .for_each(|(_, field)| dictionary_ids(field, ids)),
+        DataType::List(field)
+        | DataType::LargeList(field)
+        | DataType::ListView(field)
+        | DataType::LargeListView(field)
+        | DataType::FixedSizeList(field, _)
+        | DataType::Map(field, _) => dictionary_ids(field, ids),
+        DataType::RunEndEncoded(run_ends, values) => {
+            dictionary_ids(run_ends, ids);
+            dictionary_ids(values, ids);
+        }
+        DataType::Dictionary(_, values) => data_type_dictionary_ids(values, ids),
+        _ => {}
+    }
+}
+
+/// `decode()`, with a panic of Arrow's decoder turned into an error (as [`decode_guarded`]).
+fn guarded<T>(
+    decode: impl FnOnce() -> std::result::Result<T, ArrowError>,
+) -> std::result::Result<T, ArrowError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode)).unwrap_or_else(|_| {
+        Err(ArrowError::IpcError(
+            "Arrow's decoder panicked on these bytes".to_owned(),
+        ))
+    })
 }
 
 fn to_usize(len: u64) -> Result<usize> {
@@ -244,6 +456,33 @@ pub fn decode_first_rows(
     if reader.remaining() == 0 {
         reader.finish()?;
         return end_of_stream(decoder, batches);
+    }
+    Ok(batches)
+}
+
+/// As [`decode_first_rows`], keeping only the columns of `projection` (as
+/// [`decode_batches_projected`]).
+///
+/// # Errors
+/// As [`decode_batches_projected`], for the part read.
+pub fn decode_first_rows_projected(
+    schema_section: &[u8],
+    mut reader: PayloadReader<'_>,
+    rows: u64,
+    projection: &[usize],
+) -> Result<Vec<RecordBatch>> {
+    let mut decoder = ProjectedDecoder::new(schema_section, projection)?;
+    let mut batches = Vec::new();
+    let mut have = 0u64;
+    while reader.remaining() > 0 && have < rows {
+        let message = Buffer::from_vec(read_message(&mut reader)?);
+        if let Some(batch) = decoder.decode(&message)? {
+            have = have.saturating_add(batch.num_rows() as u64);
+            batches.push(batch);
+        }
+    }
+    if reader.remaining() == 0 {
+        reader.finish()?;
     }
     Ok(batches)
 }
@@ -560,6 +799,143 @@ mod tests {
             );
         }
         assert_eq!(*parse_schema(&section).unwrap(), *schema);
+    }
+
+    /// A batch of an Int32 column, a text column and a dictionary column of text, with values
+    /// (`zq…`) that can be found in the encoded payload.
+    fn wide_batch() -> RecordBatch {
+        let words: arrow_array::DictionaryArray<arrow_array::types::Int32Type> =
+            ["zqa", "zqb", "zqa", "zqc"].into_iter().collect();
+        RecordBatch::try_from_iter([
+            (
+                "n",
+                Arc::new(Int32Array::from(vec![1, 2, 3, 4])) as ArrayRef,
+            ),
+            (
+                "s",
+                Arc::new(StringArray::from(vec![
+                    Some("zqs"),
+                    None,
+                    Some("x"),
+                    Some("y"),
+                ])),
+            ),
+            ("d", Arc::new(words)),
+        ])
+        .unwrap()
+    }
+
+    fn encoded(batch: &RecordBatch) -> (Vec<u8>, Vec<u8>) {
+        let schema = batch.schema();
+        let section = schema_message(&schema).unwrap();
+        let mut payload = Vec::new();
+        encode_batches(&schema, [batch], &mut payload).unwrap();
+        (section, payload)
+    }
+
+    #[test]
+    fn projected_decoding_equals_decoding_then_projecting() {
+        let batch = wide_batch();
+        let (section, payload) = encoded(&batch);
+        for projection in [&[][..], &[0], &[2], &[2, 0], &[1, 2, 0]] {
+            let decoded =
+                decode_batches_projected(&section, Buffer::from(payload.clone()), projection)
+                    .unwrap();
+            assert_eq!(
+                decoded,
+                [batch.project(projection).unwrap()],
+                "{projection:?}"
+            );
+            assert_eq!(decoded[0].num_rows(), 4);
+        }
+    }
+
+    #[test]
+    fn projected_columns_are_views_of_the_decoded_payload() {
+        let batch = wide_batch();
+        let (section, payload) = encoded(&batch);
+        let payload = Buffer::from(payload);
+        let range = payload.as_ptr() as usize..payload.as_ptr() as usize + payload.len();
+        let decoded = decode_batches_projected(&section, payload.clone(), &[1, 0]).unwrap();
+        for column in decoded[0].columns() {
+            for buffer in column.to_data().buffers() {
+                assert!(range.contains(&(buffer.as_ptr() as usize)), "copied");
+            }
+        }
+    }
+
+    /// What a projection skips: the buffers and dictionaries of the other columns are neither
+    /// decoded nor validated (docs/ald.md §6.2); the projected ones still are.
+    #[test]
+    fn other_columns_invalid_text_and_dictionaries_are_not_decoded() {
+        let batch = wide_batch();
+        let (section, payload) = encoded(&batch);
+        let at = |needle: &[u8]| {
+            payload
+                .windows(needle.len())
+                .position(|window| window == needle)
+                .unwrap()
+        };
+        // Invalid UTF-8 in the text column, and in the dictionary's values.
+        for needle in [&b"zqs"[..], b"zqb"] {
+            let mut bad = payload.clone();
+            bad[at(needle)] = 0xFF;
+            let full = decode_batches(&section, Buffer::from(bad.clone())).unwrap_err();
+            assert_eq!(full.signal(), envelope_core::Signal::InvalidFormat);
+            let column = if needle == b"zqs" { 1 } else { 2 };
+            let error = decode_batches_projected(&section, Buffer::from(bad.clone()), &[column])
+                .unwrap_err();
+            assert_eq!(error.signal(), envelope_core::Signal::InvalidFormat);
+            let others: Vec<usize> = (0..3).filter(|c| *c != column).collect();
+            let decoded = decode_batches_projected(&section, Buffer::from(bad), &others).unwrap();
+            assert_eq!(decoded, [batch.project(&others).unwrap()]);
+        }
+    }
+
+    #[test]
+    fn projections_past_the_schema_or_with_repeats_are_usage() {
+        let batch = wide_batch();
+        let (section, payload) = encoded(&batch);
+        for (projection, expected) in [
+            (
+                &[3][..],
+                Error::NoSuchColumn {
+                    index: 3,
+                    columns: 3,
+                },
+            ),
+            (&[0, 2, 0], Error::DuplicateColumn { index: 0 }),
+            (
+                &[usize::MAX],
+                Error::NoSuchColumn {
+                    index: usize::MAX,
+                    columns: 3,
+                },
+            ),
+        ] {
+            let error =
+                decode_batches_projected(&section, Buffer::from(payload.clone()), projection)
+                    .unwrap_err();
+            assert_eq!(error.signal(), envelope_core::Signal::Usage);
+            assert_eq!(error.to_string(), expected.to_string());
+        }
+    }
+
+    #[test]
+    fn cut_or_foreign_payloads_are_invalid_format_under_a_projection_too() {
+        let batch = wide_batch();
+        let (section, payload) = encoded(&batch);
+        for cut in [1, 8, payload.len() - 1] {
+            for projection in [&[][..], &[0]] {
+                let error =
+                    decode_batches_projected(&section, Buffer::from(&payload[..cut]), projection)
+                        .unwrap_err();
+                assert_eq!(error.signal(), envelope_core::Signal::InvalidFormat);
+            }
+        }
+        let error =
+            decode_batches_projected(&section, Buffer::from(section.clone()), &[0]).unwrap_err();
+        assert_eq!(error.signal(), envelope_core::Signal::InvalidFormat);
     }
 
     #[test]

@@ -171,7 +171,7 @@ impl<B: AsRef<[u8]>> Opened<B> {
     /// fails (a lazily opened file, whose whole-file CRC32 was not computed).
     pub fn read_dataset(&self, options: &LoadOptions<'_>) -> Result<ArrowDataset> {
         if self.arrays.is_some() {
-            let batch = self.read_arrays(options)?;
+            let batch = self.read_arrays(options, None)?;
             return ArrowDataset::new(self.schema.clone(), vec![batch]);
         }
         let batches = if self.is_encrypted() {
@@ -198,8 +198,13 @@ impl<B: AsRef<[u8]>> Opened<B> {
     /// The table of a TRUENO_NATIVE file as one record batch, each column copied once out of the
     /// payload (decrypted first if the file is encrypted). Arrays are verified by the whole-file
     /// CRC32 if the envelope computed it, by AES-GCM if encrypted, and otherwise (a lazily opened
-    /// file) each by its CRC-32C here.
-    pub(crate) fn read_arrays(&self, options: &LoadOptions<'_>) -> Result<RecordBatch> {
+    /// file) each by its CRC-32C here. With a (checked) `projection`, only its arrays are
+    /// checked and rebuilt.
+    pub(crate) fn read_arrays(
+        &self,
+        options: &LoadOptions<'_>,
+        projection: Option<&[usize]>,
+    ) -> Result<RecordBatch> {
         let Some(index) = &self.arrays else {
             return Err(Error::NotTruenoNative);
         };
@@ -211,7 +216,14 @@ impl<B: AsRef<[u8]>> Opened<B> {
                 self.envelope.is_fully_verified(),
             )
         };
-        aligned::decode_arrays(index, &self.schema, self.num_rows(), &payload, verified)
+        aligned::decode_arrays(
+            index,
+            &self.schema,
+            self.num_rows(),
+            &payload,
+            verified,
+            projection,
+        )
     }
 
     /// The decrypted, decompressed payload of an encrypted file (callers read unencrypted

@@ -26,6 +26,7 @@ use crate::dataset_type::DatasetType;
 use crate::ipc;
 use crate::load::{LoadOptions, check_rows};
 use crate::metadata::Metadata;
+use crate::streaming::{concat, projected_schema};
 use crate::{Error, Result};
 
 /// A dataset file opened from ranges whose signature, if the policy requires one, is still to be
@@ -269,8 +270,30 @@ impl<B: AsRef<[u8]>> RangedDataset<B> {
         let payload = self.decoded(chunk, &entry, stored)?;
         let batches = ipc::decode_batches(self.envelope.schema(), payload)?;
         check_rows(&batches, entry.item_count)?;
-        arrow_select::concat::concat_batches(&self.schema, &batches)
-            .map_err(Error::unencodable("the batches cannot be concatenated"))
+        concat(&self.schema, &batches)
+    }
+
+    /// Chunk `chunk` with only the columns of `projection` (indices into the schema, in the
+    /// order wanted, each at most once), from its fetched bytes `stored`: checked (CRC-32C or
+    /// AES-GCM), decrypted and decompressed whole as by [`RangedDataset::decode_chunk`], then
+    /// decoded without the other columns' buffers (docs/ald.md §6.2). The whole chunk must still
+    /// be fetched: its checksum and compression frame cover all its columns.
+    ///
+    /// # Errors
+    /// `Usage` ([`Error::NoSuchColumn`], [`Error::DuplicateColumn`]) for a projection the schema
+    /// does not allow, before `stored` is looked at; otherwise as [`RangedDataset::decode_chunk`].
+    pub fn decode_chunk_projected(
+        &self,
+        chunk: usize,
+        stored: &[u8],
+        projection: &[usize],
+    ) -> Result<RecordBatch> {
+        let schema = projected_schema(&self.schema, projection)?;
+        let entry = *self.envelope.chunk_entry(chunk)?;
+        let payload = self.decoded(chunk, &entry, stored)?;
+        let batches = ipc::decode_batches_projected(self.envelope.schema(), payload, projection)?;
+        check_rows(&batches, entry.item_count)?;
+        concat(&schema, &batches)
     }
 
     fn decoded(&self, chunk: usize, entry: &ChunkEntry, stored: &[u8]) -> Result<Buffer> {

@@ -92,6 +92,14 @@ impl<B: AsRef<[u8]>> StreamingDataset<B> {
         }
     }
 
+    /// The schema of a checked `projection` (the whole schema for `None`).
+    fn projected_schema(&self, projection: Option<&[usize]>) -> Result<SchemaRef> {
+        match projection {
+            None => Ok(std::sync::Arc::clone(self.schema())),
+            Some(projection) => projected_schema(self.schema(), projection),
+        }
+    }
+
     /// The chunk holding row `row` (`num_chunks()` if there is none).
     fn chunk_of_row(&self, row: u64) -> usize {
         match self.opened.envelope.chunk_index() {
@@ -136,6 +144,29 @@ impl<B: AsRef<[u8]>> StreamingDataset<B> {
     /// As [`ChunkReader::get_rows`].
     pub fn get_rows(&self, start: u64, count: u64) -> Result<RecordBatch> {
         self.reader().get_rows(start, count)
+    }
+
+    /// Chunk `chunk` with only the columns of `projection` (unencrypted files; see
+    /// [`ChunkReader::get_chunk_projected`]).
+    ///
+    /// # Errors
+    /// As [`ChunkReader::get_chunk_projected`].
+    pub fn get_chunk_projected(&self, chunk: usize, projection: &[usize]) -> Result<RecordBatch> {
+        self.reader().get_chunk_projected(chunk, projection)
+    }
+
+    /// Rows `start..start + count` with only the columns of `projection` (unencrypted files; see
+    /// [`ChunkReader::get_rows_projected`]).
+    ///
+    /// # Errors
+    /// As [`ChunkReader::get_rows_projected`].
+    pub fn get_rows_projected(
+        &self,
+        start: u64,
+        count: u64,
+        projection: &[usize],
+    ) -> Result<RecordBatch> {
+        self.reader().get_rows_projected(start, count, projection)
     }
 
     /// Every chunk in order (unencrypted files).
@@ -218,22 +249,46 @@ impl<'a, B: AsRef<[u8]>> ChunkReader<'a, B> {
     /// `InvalidFormat` for a missing chunk or a corrupt one (including a row count other than
     /// its index entry's); `DecryptionFailed`.
     pub fn get_chunk(&self, chunk: usize) -> Result<RecordBatch> {
+        self.chunk_with(chunk, None)
+    }
+
+    /// Chunk `chunk` with only the columns of `projection` (indices into the schema, in the
+    /// order wanted, each at most once; empty for the row count alone), decoding no other chunk
+    /// and none of the other columns' buffers (docs/ald.md §6.2). The chunk's bytes are checked
+    /// (CRC-32C or AES-GCM), decrypted and decompressed whole, exactly as by
+    /// [`ChunkReader::get_chunk`], before any of them is parsed: those checks cover the chunk,
+    /// not a column. Equal to `get_chunk(chunk)?.project(projection)` for every intact chunk.
+    ///
+    /// # Errors
+    /// `Usage` ([`Error::NoSuchColumn`], [`Error::DuplicateColumn`]) for a projection the schema
+    /// does not allow, before the chunk is read; otherwise as [`ChunkReader::get_chunk`].
+    pub fn get_chunk_projected(&self, chunk: usize, projection: &[usize]) -> Result<RecordBatch> {
+        ipc::check_projection(self.dataset.schema(), projection)?;
+        self.chunk_with(chunk, Some(projection))
+    }
+
+    /// The chunk with all columns (`None`) or those of a checked `projection`.
+    fn chunk_with(&self, chunk: usize, projection: Option<&[usize]>) -> Result<RecordBatch> {
         if self.dataset.opened.is_trueno_native() {
-            return self.aligned_chunk(chunk);
+            return self.aligned_chunk(chunk, projection);
         }
         let payload = self.decoded_chunk(chunk)?;
-        let batches = ipc::decode_batches(self.dataset.opened.envelope.schema(), payload)?;
+        let section = self.dataset.opened.envelope.schema();
+        let batches = match projection {
+            None => ipc::decode_batches(section, payload)?,
+            Some(projection) => ipc::decode_batches_projected(section, payload, projection)?,
+        };
         let rows = self
             .dataset
             .chunk_entry(chunk)
             .map_or(0, |entry| entry.item_count);
         check_rows(&batches, rows)?;
-        arrow_select::concat::concat_batches(self.dataset.schema(), &batches)
-            .map_err(Error::unencodable("the batches cannot be concatenated"))
+        concat(&self.dataset.projected_schema(projection)?, &batches)
     }
 
-    /// The one chunk of a TRUENO_NATIVE file: every row, rebuilt from the aligned arrays.
-    fn aligned_chunk(&self, chunk: usize) -> Result<RecordBatch> {
+    /// The one chunk of a TRUENO_NATIVE file: every row, rebuilt from the aligned arrays (all
+    /// of them, or those of a checked `projection`).
+    fn aligned_chunk(&self, chunk: usize, projection: Option<&[usize]>) -> Result<RecordBatch> {
         if chunk != 0 {
             return Err(FormatError::NoSuchChunk {
                 chunk: chunk as u64,
@@ -252,9 +307,10 @@ impl<'a, B: AsRef<[u8]>> ChunkReader<'a, B> {
                 opened.num_rows(),
                 &payload,
                 true,
+                projection,
             );
         }
-        opened.read_arrays(&LoadOptions::default())
+        opened.read_arrays(&LoadOptions::default(), projection)
     }
 
     /// Rows `start..start + count`, decoding only the chunks they lie in.
@@ -262,6 +318,31 @@ impl<'a, B: AsRef<[u8]>> ChunkReader<'a, B> {
     /// # Errors
     /// `Usage` if the range goes past the last row; as [`ChunkReader::get_chunk`].
     pub fn get_rows(&self, start: u64, count: u64) -> Result<RecordBatch> {
+        self.rows_with(start, count, None)
+    }
+
+    /// Rows `start..start + count` with only the columns of `projection` (as
+    /// [`ChunkReader::get_chunk_projected`]), decoding only the chunks they lie in.
+    ///
+    /// # Errors
+    /// `Usage` for a projection the schema does not allow or a range past the last row; as
+    /// [`ChunkReader::get_chunk`].
+    pub fn get_rows_projected(
+        &self,
+        start: u64,
+        count: u64,
+        projection: &[usize],
+    ) -> Result<RecordBatch> {
+        ipc::check_projection(self.dataset.schema(), projection)?;
+        self.rows_with(start, count, Some(projection))
+    }
+
+    fn rows_with(
+        &self,
+        start: u64,
+        count: u64,
+        projection: Option<&[usize]>,
+    ) -> Result<RecordBatch> {
         let end = start
             .checked_add(count)
             .filter(|end| *end <= self.dataset.num_rows())
@@ -285,27 +366,31 @@ impl<'a, B: AsRef<[u8]>> ChunkReader<'a, B> {
             if entry.item_count > 0 {
                 let from = start.saturating_sub(entry.first_item);
                 let to = end.min(entry.first_item + entry.item_count) - entry.first_item;
-                let batch = self.first_rows_of_chunk(chunk, to)?;
+                let batch = self.first_rows_of_chunk(chunk, to, projection)?;
                 pieces.push(batch.slice(to_usize(from)?, to_usize(to - from)?));
             }
             chunk += 1;
         }
-        arrow_select::concat::concat_batches(self.dataset.schema(), &pieces)
-            .map_err(Error::unencodable("the batches cannot be concatenated"))
+        concat(&self.dataset.projected_schema(projection)?, &pieces)
     }
 
     /// At least the first `rows` rows of chunk `chunk` (all of them where only whole chunks can
     /// be read: encrypted and TRUENO_NATIVE files). An unencrypted chunk is decoded message by
     /// message and only until `rows` rows are there, so memory follows what is asked for, not the
     /// chunk's (or, in a file without chunks, the payload's) declared size.
-    fn first_rows_of_chunk(&self, chunk: usize, rows: u64) -> Result<RecordBatch> {
+    fn first_rows_of_chunk(
+        &self,
+        chunk: usize,
+        rows: u64,
+        projection: Option<&[usize]>,
+    ) -> Result<RecordBatch> {
         let opened = &self.dataset.opened;
         #[cfg(feature = "format-encryption")]
         let decrypting = self.decryptor.is_some();
         #[cfg(not(feature = "format-encryption"))]
         let decrypting = false;
         if decrypting || opened.is_encrypted() || opened.is_trueno_native() {
-            return self.get_chunk(chunk);
+            return self.chunk_with(chunk, projection);
         }
         let envelope = &opened.envelope;
         let reader = if envelope.chunk_index().is_some() {
@@ -313,7 +398,13 @@ impl<'a, B: AsRef<[u8]>> ChunkReader<'a, B> {
         } else {
             envelope.payload_reader()?
         };
-        let batches = ipc::decode_first_rows(envelope.schema(), reader, rows)?;
+        let section = envelope.schema();
+        let batches = match projection {
+            None => ipc::decode_first_rows(section, reader, rows)?,
+            Some(projection) => {
+                ipc::decode_first_rows_projected(section, reader, rows, projection)?
+            }
+        };
         let have: u64 = batches.iter().map(|batch| batch.num_rows() as u64).sum();
         let declared = self.dataset.chunk_entry(chunk).map_or(0, |e| e.item_count);
         if have < rows.min(declared) {
@@ -324,8 +415,7 @@ impl<'a, B: AsRef<[u8]>> ChunkReader<'a, B> {
             }
             .into());
         }
-        arrow_select::concat::concat_batches(self.dataset.schema(), &batches)
-            .map_err(Error::unencodable("the batches cannot be concatenated"))
+        concat(&self.dataset.projected_schema(projection)?, &batches)
     }
 
     /// Every chunk in order.
@@ -343,6 +433,24 @@ impl<'a, B: AsRef<[u8]>> ChunkReader<'a, B> {
 /// past 4 GiB and 2^32 rows.
 pub(crate) fn first_chunk_of(entries: &[ChunkEntry], row: u64) -> usize {
     entries.partition_point(|entry| entry.first_item + entry.item_count <= row)
+}
+
+/// `schema` with the columns of `projection`.
+///
+/// # Errors
+/// `Usage` for a projection the schema does not allow.
+pub(crate) fn projected_schema(schema: &SchemaRef, projection: &[usize]) -> Result<SchemaRef> {
+    ipc::check_projection(schema, projection)?;
+    schema
+        .project(projection)
+        .map(std::sync::Arc::new)
+        .map_err(Error::unencodable("the columns cannot be projected"))
+}
+
+/// `batches` as one record batch of `schema` (a view of the one batch a chunk holds).
+pub(crate) fn concat(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
+    arrow_select::concat::concat_batches(schema, batches)
+        .map_err(Error::unencodable("the batches cannot be concatenated"))
 }
 
 fn to_usize(value: u64) -> Result<usize> {

@@ -1,6 +1,6 @@
 //! Integration tests of the `ald` crate through its public API: round trips through every
-//! compression, whole and STREAMING; every Andon signal of 000 §5.0; corruption sweeps;
-//! interchange round trips.
+//! compression, whole and STREAMING; projected reads; every Andon signal of 000 §5.0; corruption
+//! sweeps; interchange round trips.
 
 #![allow(
     clippy::cast_possible_truncation,
@@ -12,6 +12,7 @@
 mod fuzz_check;
 mod fuzz_check_interchange;
 mod fuzz_corpus;
+mod projection;
 mod ranged;
 #[path = "../../../tests/complexity/scaling.rs"]
 mod scaling;

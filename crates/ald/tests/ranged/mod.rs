@@ -12,7 +12,7 @@ use super::{cheap_password, dataset, options, publisher, rows, signal};
 
 /// Opens `bytes` from ranges as a remote reader does (first and last `first` bytes, then what the
 /// open asks for), streams the payload through the signature check when the policy asks.
-fn open_ranged<'o>(
+pub(crate) fn open_ranged<'o>(
     bytes: &[u8],
     first: usize,
     load: &LoadOptions<'o>,
@@ -50,7 +50,11 @@ fn open_ranged<'o>(
     opening.finish()
 }
 
-fn chunk_bytes<'b>(dataset: &RangedDataset<Vec<u8>>, bytes: &'b [u8], chunk: usize) -> &'b [u8] {
+pub(crate) fn chunk_bytes<'b>(
+    dataset: &RangedDataset<Vec<u8>>,
+    bytes: &'b [u8],
+    chunk: usize,
+) -> &'b [u8] {
     let range = dataset.chunk_range(chunk).unwrap();
     &bytes[range.start as usize..range.end as usize]
 }
