@@ -332,3 +332,39 @@ impl TableProvider for DistributedAldTable {
         self.table.statistics()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{Int32Array, UInt32Array};
+
+    #[test]
+    fn units_round_trip_through_a_batch_and_bad_batches_are_refused() {
+        let schema = units_schema();
+        let units = [(0, 0), (0, 1), (3, 7)];
+        let batch = units_batch(&schema, &units).unwrap();
+        let mut back = Vec::new();
+        units_of(&batch, &mut back).unwrap();
+        assert_eq!(back, units);
+
+        let nulls = RecordBatch::try_from_iter(vec![
+            (
+                "file",
+                Arc::new(UInt32Array::from(vec![Some(1), None])) as _,
+            ),
+            ("chunk", Arc::new(UInt32Array::from(vec![1, 2])) as _),
+        ])
+        .unwrap();
+        let signed = RecordBatch::try_from_iter(vec![
+            ("file", Arc::new(Int32Array::from(vec![1])) as _),
+            ("chunk", Arc::new(Int32Array::from(vec![1])) as _),
+        ])
+        .unwrap();
+        for bad in [nulls, signed] {
+            let error = units_of(&bad, &mut Vec::new()).unwrap_err();
+            assert_eq!(error.signal(), envelope_core::Signal::InvalidFormat);
+        }
+        let too_big = units_batch(&schema, &[(usize::MAX, 0)]);
+        assert!(too_big.is_err());
+    }
+}
