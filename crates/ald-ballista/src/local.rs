@@ -120,7 +120,9 @@ struct LocalExecutor {
     _work_dir: tempfile::TempDir,
 }
 
-/// A scheduler and executors on loopback, in this process. Dropping it stops them.
+/// A scheduler and executors on loopback, in this process. Dropping it stops the executors (their
+/// Flight servers and poll loops); the scheduler's server, which Ballista spawns itself, ends with
+/// the tokio runtime.
 pub struct LocalCluster {
     scheduler: SocketAddr,
     executors: Vec<LocalExecutor>,
