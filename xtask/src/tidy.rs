@@ -302,12 +302,17 @@ fn trees_without_default_features_link_no_crypto() {
     for name in layers.keys() {
         if matches!(
             name.as_str(),
-            "envelope-crypto" | "envelope-sign" | "cli-support" | "test-support" | "ald-datafusion"
+            "envelope-crypto"
+                | "envelope-sign"
+                | "cli-support"
+                | "test-support"
+                | "ald-datafusion"
+                | "ald-ballista"
         ) || name.ends_with("-cli")
         {
             // Crypto is what these crates are (or they are binaries, or test-only, or, for
-            // ald-datafusion, a native consumer that decrypts and verifies with the session's
-            // keys, as the CLIs do).
+            // ald-datafusion and ald-ballista above it, native consumers that decrypt and verify
+            // with the session's or the executor's keys, as the CLIs do).
             continue;
         }
         if name == "remote-file" {

@@ -82,6 +82,12 @@ impl AldOptions {
         self.require_signature
     }
 
+    /// The trusted signers (whether they are required: [`AldOptions::requires_signature`]).
+    #[must_use]
+    pub fn trusted_keys(&self) -> &[SigningPublicKey] {
+        &self.trusted
+    }
+
     /// What a scan needs of these options, resolved once.
     pub(crate) fn keys(&self) -> Keys {
         Keys {
@@ -250,6 +256,17 @@ impl Keys {
                 .map(|elapsed| elapsed.as_secs()),
             ..ald::LoadOptions::default()
         }
+    }
+
+    /// The signers a file must be signed by one of, when a signature is required (the policy a
+    /// shipped scan plan carries; no secret).
+    pub(crate) fn required_signers(&self) -> Option<Vec<SigningPublicKey>> {
+        self.trusted.as_ref().map(|trusted| {
+            trusted
+                .keys()
+                .map(|key| SigningPublicKey::from_bytes(key.to_bytes()))
+                .collect()
+        })
     }
 
     /// The keys to try on an encrypted file, recipient first (deriving it costs nothing, a

@@ -83,6 +83,14 @@ pub enum Error {
         /// What is wrong with the value.
         reason: &'static str,
     },
+    /// A table or scan rebuilt from its parts ([`crate::AldTable::from_parts`],
+    /// [`crate::AldScanExec::from_parts`]: a plan shipped from another process) that does not
+    /// hold together. Nothing was opened.
+    #[error("InvalidFormat: .ald scan plan: {what}")]
+    Plan {
+        /// What is inconsistent.
+        what: &'static str,
+    },
     /// A verified batch that the C Data Interface bridge from arrow 60 to DataFusion's arrow 59
     /// refused (a type one side cannot express); the bridge's error is the source.
     #[error("Usage: column {column:?} cannot be handed to DataFusion: {cause}")]
@@ -103,7 +111,7 @@ impl Error {
             Self::File { source, .. } => source.signal(),
             Self::Io { .. } => Signal::Io,
             Self::SchemaMismatch { .. } => Signal::SchemaMismatch,
-            Self::Changed { .. } => Signal::InvalidFormat,
+            Self::Changed { .. } | Self::Plan { .. } => Signal::InvalidFormat,
             Self::NoFiles { .. }
             | Self::Location { .. }
             | Self::Config { .. }

@@ -55,7 +55,7 @@ use datafusion::prelude::SessionContext;
 
 pub use config::AldOptions;
 pub use error::{Error, Result, signal_of};
-pub use scan::AldScanExec;
+pub use scan::{AldScanExec, AldScanParts};
 pub use source::{DEFAULT_EXTENSION, FileInfo, Location};
 pub use table::{AldTable, AldTableFactory, AldTableOptions, AldUrlTableFactory};
 

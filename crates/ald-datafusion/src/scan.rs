@@ -44,6 +44,9 @@ use crate::config::Keys;
 use crate::source::{self, Dataset, FileInfo};
 use crate::{Error, bridge};
 
+pub(crate) mod parts;
+pub use parts::AldScanParts;
+
 /// One unit of scan work: chunk `chunk` of file `file` (chunk 0 of a non-STREAMING file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Unit {

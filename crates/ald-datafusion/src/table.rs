@@ -97,6 +97,24 @@ impl AldTable {
         })
     }
 
+    /// The table of `files` (as [`AldTable::files`] lists them) with `file_schema`, as another
+    /// process registered it: a plan codec's way back (`ald-ballista`). Nothing is opened here; a
+    /// scan opens each file, verifies it under the keys and policy of the session that runs it,
+    /// and refuses it unless it is still the file described (`Changed`).
+    ///
+    /// # Errors
+    /// `InvalidFormat` ([`Error::Plan`]) unless the files are a consistent table (at least one; in
+    /// each, chunks that follow each other and add up to its row count; totals that fit in 64
+    /// bits); `Usage` for a schema the bridge cannot hand to DataFusion.
+    pub fn from_parts(files: Vec<FileInfo>, file_schema: arrow_schema::SchemaRef) -> Result<Self> {
+        crate::scan::parts::check_files(&files)?;
+        Ok(Self {
+            schema: Arc::new(bridge::schema(&file_schema)?),
+            files: files.into(),
+            file_schema,
+        })
+    }
+
     /// The files, in scan order, with what registration read of them.
     #[must_use]
     pub fn files(&self) -> &[FileInfo] {
