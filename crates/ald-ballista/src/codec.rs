@@ -26,6 +26,11 @@ use envelope_sign::SigningPublicKey;
 use crate::distributed::{AldUnitsScanExec, DistributedAldTable};
 use crate::{Error, wire};
 
+/// Why a table on object storage is not put into a distributed plan: the wire format names local
+/// files (paths every executor opens), and an object's pinned version (ETag) and store are not
+/// encoded yet.
+const REMOTE_UNSHIPPABLE: &str = "a table on object storage is read by the session that registered it; distributed scans of object storage are not in this build (register the files from a path every executor shares)";
+
 /// The logical codec: [`AldTable`]s as table providers of a logical plan (the files as
 /// registered and their schema; no key, no policy: those are session options), everything else
 /// by the codec it wraps.
@@ -104,6 +109,10 @@ impl LogicalExtensionCodec for AldLogicalCodec {
                 .map(|distributed| distributed.table().as_ref())
         });
         match table {
+            Some(table) if table.is_remote() => Err(Error::Unshippable {
+                what: REMOTE_UNSHIPPABLE.to_owned(),
+            }
+            .into()),
             Some(table) => {
                 buf.extend_from_slice(&wire::encode_table(table.files(), table.file_schema())?);
                 Ok(())
@@ -288,6 +297,10 @@ impl PhysicalExtensionCodec for AldPhysicalCodec {
             return Ok(());
         }
         match node.downcast_ref::<AldScanExec>() {
+            Some(scan) if scan.is_remote() => Err(Error::Unshippable {
+                what: REMOTE_UNSHIPPABLE.to_owned(),
+            }
+            .into()),
             Some(scan) => {
                 buf.extend_from_slice(&wire::encode_scan(&scan.parts())?);
                 Ok(())

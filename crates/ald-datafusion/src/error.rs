@@ -1,7 +1,8 @@
 //! The error type of `ald-datafusion`: a file's own failure ([`ald::Error`], its Andon signal
 //! first in the message) with the path it came from, and the few failures of the table itself
 //! (files of different schemas, a file changed since it was registered, a configuration value that
-//! does not parse, a location this build cannot read).
+//! does not parse, a location this crate cannot read), and the remote reader's failures
+//! ([`remote_file::Error`]) with the URL they came from.
 //!
 //! DataFusion's traits return [`DataFusionError`]; every error of this crate reaches DataFusion as
 //! [`DataFusionError::External`] holding an [`Error`], so a caller finds it again (and its
@@ -66,7 +67,18 @@ pub enum Error {
         /// What differs.
         what: &'static str,
     },
-    /// A location this build does not read (object storage URLs need the remote reader).
+    /// An object (or a prefix) on object storage that the remote reader refused: the store's
+    /// refusal (`Io`), an object that changed while being read (`ChecksumMismatch`), or the check
+    /// of the file that failed, with `remote-file`'s signal and message.
+    #[error("{source} ({location})")]
+    Remote {
+        /// The URL.
+        location: String,
+        /// The remote reader's error.
+        #[source]
+        source: Box<remote_file::Error>,
+    },
+    /// A location this crate does not read (a URL of another scheme).
     #[error("Usage: {location}: {reason}")]
     Location {
         /// The location as given.
@@ -109,6 +121,7 @@ impl Error {
     pub fn signal(&self) -> Signal {
         match self {
             Self::File { source, .. } => source.signal(),
+            Self::Remote { source, .. } => source.signal(),
             Self::Io { .. } => Signal::Io,
             Self::SchemaMismatch { .. } => Signal::SchemaMismatch,
             Self::Changed { .. } | Self::Plan { .. } => Signal::InvalidFormat,
@@ -124,6 +137,10 @@ impl Error {
     pub fn ald(&self) -> Option<&ald::Error> {
         match self {
             Self::File { source, .. } | Self::SchemaMismatch { source, .. } => Some(source),
+            Self::Remote { source, .. } => match source.as_ref() {
+                remote_file::Error::Dataset(error) => Some(error),
+                _ => None,
+            },
             _ => None,
         }
     }
@@ -146,6 +163,16 @@ impl Error {
         let path = path.into();
         move |source| Self::File {
             path,
+            source: Box::new(source),
+        }
+    }
+}
+
+impl Error {
+    pub(crate) fn remote(location: &str) -> impl FnOnce(remote_file::Error) -> Self {
+        let location = location.to_owned();
+        move |source| Self::Remote {
+            location,
             source: Box::new(source),
         }
     }

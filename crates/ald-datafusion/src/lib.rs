@@ -32,8 +32,11 @@
 //!   decoded bytes of the chunks ([`AldTable::exact_statistics`]).
 //! - **Keys in the session configuration** ([`AldOptions`], the `ald.*` options): a password or an
 //!   X25519 secret for encrypted files, trusted Ed25519 keys and whether a signature is required.
-//! - **Storage is a seam.** [`Location`] and the `source` module are the only code that knows the
-//!   bytes are local files; an `object_store` reader plugs in there.
+//! - **Storage is a seam.** [`Location`] and the `source` module are the only code that knows
+//!   where the bytes are: local files (a memory map) or objects on object storage (`s3://`,
+//!   `gs://`, `az://`, `http(s)://`), read through `remote_file::RemoteDataset` with the same
+//!   checks, chunks fetched by range during the scan; one `object_store` client per store, shared
+//!   with DataFusion's `RuntimeEnv` registry.
 //!
 //! Native only: DataFusion brings tokio, which no format crate may reach (`deny.toml`).
 
@@ -56,7 +59,7 @@ use datafusion::prelude::SessionContext;
 pub use config::AldOptions;
 pub use error::{Error, Result, signal_of};
 pub use scan::{AldScanExec, AldScanParts};
-pub use source::{DEFAULT_EXTENSION, FileInfo, Location};
+pub use source::{DEFAULT_EXTENSION, FileInfo, Location, RemoteUrl};
 pub use table::{AldTable, AldTableFactory, AldTableOptions, AldUrlTableFactory};
 
 /// The file type `CREATE EXTERNAL TABLE ... STORED AS` names for `.ald` tables.
@@ -77,7 +80,11 @@ pub fn register_ald_format(ctx: &SessionContext) {
 }
 
 /// Registers the `.ald` file or directory at `location` as table `name`, verified under the
-/// session's `ald.*` signature policy.
+/// session's `ald.*` signature policy. `location` may be an object storage URL
+/// (`s3://bucket/prefix/`, `s3://bucket/x.ald`, `gs://`, `az://`, `http(s)://`): its store is
+/// the one `ctx`'s runtime has registered for the bucket, else one configured from the
+/// environment and registered there; its objects are listed and opened on a private runtime (this
+/// call blocks until they are: use [`register_ald_async`] from async code).
 ///
 /// # Errors
 /// As [`AldTable::try_new`]; DataFusion's error if the name is taken.
@@ -87,25 +94,88 @@ pub fn register_ald(
     location: &str,
     options: AldTableOptions,
 ) -> datafusion::error::Result<Arc<AldTable>> {
-    let config = ctx
-        .state()
-        .config_options()
-        .extensions
-        .get::<AldOptions>()
-        .cloned()
-        .unwrap_or_default();
-    let table = Arc::new(AldTable::try_new(
-        &[Location::parse(location)?],
-        &options,
-        &config,
-    )?);
+    let config = session_options(ctx);
+    let location = Location::parse(location)?;
+    let table = if location.is_remote() {
+        let runtime = ctx.runtime_env();
+        let keys = config.keys();
+        table::block_on_private(AldTable::open_async(
+            &[location],
+            &options,
+            &keys,
+            Some(&runtime),
+        ))?
+    } else {
+        AldTable::try_new(&[location], &options, &config)?
+    };
+    let table = Arc::new(table);
     ctx.register_table(name, Arc::clone(&table) as _)?;
     Ok(table)
 }
 
+/// As [`register_ald`], without blocking: the objects of a remote location are listed and
+/// opened on the caller's runtime.
+///
+/// # Errors
+/// As [`register_ald`].
+pub async fn register_ald_async(
+    ctx: &SessionContext,
+    name: &str,
+    location: &str,
+    options: AldTableOptions,
+) -> datafusion::error::Result<Arc<AldTable>> {
+    let config = session_options(ctx);
+    let runtime = ctx.runtime_env();
+    let table = Arc::new(
+        AldTable::try_new_async(
+            &[Location::parse(location)?],
+            &options,
+            &config,
+            Some(&runtime),
+        )
+        .await?,
+    );
+    ctx.register_table(name, Arc::clone(&table) as _)?;
+    Ok(table)
+}
+
+/// The object store `ctx` reads `url` (`s3://bucket/...`, `gs://`, `az://`, `http(s)://`) with:
+/// the one its runtime has registered for the URL's `scheme://authority`, else one configured
+/// from the environment (`AWS_ENDPOINT_URL`, ..., docs/remote.md), registered now. `.ald`
+/// tables register their stores this way themselves; call it before reading other files of the
+/// same bucket with DataFusion's own readers (`CREATE EXTERNAL TABLE ... STORED AS PARQUET
+/// LOCATION 's3://...'`), which need a registered store, so that both share one client.
+///
+/// # Errors
+/// `Usage` for a local path or a URL of another scheme, or a store the environment does not
+/// configure.
+pub fn register_object_store(
+    ctx: &SessionContext,
+    url: &str,
+) -> datafusion::error::Result<Arc<dyn object_store::ObjectStore>> {
+    match Location::parse(url)? {
+        Location::Remote(remote) => Ok(remote.store(Some(&ctx.runtime_env()))?),
+        Location::Local(_) => Err(Error::Location {
+            location: url.to_owned(),
+            reason: "not an object storage URL",
+        }
+        .into()),
+    }
+}
+
+fn session_options(ctx: &SessionContext) -> AldOptions {
+    ctx.state()
+        .config_options()
+        .extensions
+        .get::<AldOptions>()
+        .cloned()
+        .unwrap_or_default()
+}
+
 /// `ctx` with paths in the `FROM` clause enabled, as [`SessionContext::enable_url_table`], with
-/// `.ald` files (and directories whose name ends in `.ald`) read as [`AldTable`]s and every other
-/// path left to DataFusion's own factory. Call it instead of `enable_url_table`.
+/// `.ald` files (and directories whose name ends in `.ald`), `.ald` objects and object storage
+/// prefixes holding `.ald` objects (`'s3://bucket/prefix/'`) read as [`AldTable`]s, and every
+/// other path or URL left to DataFusion's own factory. Call it instead of `enable_url_table`.
 #[must_use]
 pub fn enable_ald_url_table(ctx: SessionContext) -> SessionContext {
     let current = Arc::clone(ctx.state().catalog_list());
@@ -115,7 +185,10 @@ pub fn enable_ald_url_table(ctx: SessionContext) -> SessionContext {
     let factory = Arc::new(AldUrlTableFactory::new(Some(
         Arc::clone(&listing) as Arc<dyn UrlTableFactory>
     )));
-    let catalog_list = Arc::new(DynamicFileCatalog::new(current, factory));
+    let catalog_list = Arc::new(DynamicFileCatalog::new(
+        current,
+        Arc::clone(&factory) as Arc<dyn UrlTableFactory>,
+    ));
     let session_id = ctx.session_id();
     let ctx: SessionContext = ctx
         .into_state_builder()
@@ -124,5 +197,6 @@ pub fn enable_ald_url_table(ctx: SessionContext) -> SessionContext {
         .build()
         .into();
     listing.session_store().with_state(ctx.state_weak_ref());
+    factory.attach(&ctx);
     ctx
 }

@@ -18,8 +18,16 @@
 //!   send fails and no further chunk is read.
 //! - **Filters** are not pushed down (the file keeps no per-chunk column statistics to prune
 //!   with); DataFusion applies them above the scan.
+//!
+//! Where the bytes come from: a local file is decoded from its memory map on a blocking thread;
+//! an object on object storage is opened again through `remote_file::RemoteDataset` (the ETag and
+//! size must be those planned from) and a partition fetches its chunks by range on the runtime,
+//! a few ahead of its consumer, within the dataset's bound on bytes in flight. The metrics
+//! `requests`, `bytes_fetched` (what the network carried: opens, signature checks and retries
+//! included) and `bytes_needed` (the stored bytes of the chunks read) say what it cost.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::array::RecordBatch;
@@ -40,8 +48,11 @@ use datafusion::physical_plan::{
     SendableRecordBatchStream, StatisticsArgs,
 };
 
+use futures::StreamExt as _;
+use remote_file::RemoteDataset;
+
 use crate::config::Keys;
-use crate::source::{self, Dataset, FileInfo};
+use crate::source::{self, Dataset, FileInfo, RemoteObject};
 use crate::{Error, bridge};
 
 pub(crate) mod parts;
@@ -99,9 +110,18 @@ pub(crate) fn split(units: &[Unit], target: usize) -> Vec<Vec<Unit>> {
     out
 }
 
+/// Chunks a partition of a remote table fetches ahead of its consumer (each held until sent).
+const REMOTE_PREFETCH: usize = 4;
+
 /// What every partition of one scan shares.
 struct Shared {
     files: Arc<[FileInfo]>,
+    /// For each file, the object it is (`None`: a local file).
+    origins: Arc<[Option<RemoteObject>]>,
+    /// Each object, opened and verified once per scan, by the first partition that needs it.
+    remote: Vec<tokio::sync::OnceCell<Arc<RemoteDataset>>>,
+    /// Each object's requests and bytes fetched already added to the metrics.
+    reported: Vec<[AtomicU64; 2]>,
     /// The table's schema in `ald`'s arrow, which every file must still have.
     file_schema: arrow_schema::SchemaRef,
     /// Each file, opened and verified once per scan, by the first partition that needs it.
@@ -130,6 +150,12 @@ struct Counters {
     bytes: Count,
     columns: Count,
     output_rows: Count,
+    /// Requests sent to object storage (opens and retries included; 0 for local files).
+    requests: Count,
+    /// Response bytes received from object storage.
+    bytes_fetched: Count,
+    /// The stored (compressed, encrypted) bytes of the chunks read.
+    bytes_needed: Count,
 }
 
 impl Counters {
@@ -141,6 +167,9 @@ impl Counters {
             bytes: counter("bytes_decoded"),
             columns: counter("columns_bridged"),
             output_rows: MetricBuilder::new(metrics).output_rows(partition),
+            requests: counter("requests"),
+            bytes_fetched: counter("bytes_fetched"),
+            bytes_needed: counter("bytes_needed"),
         }
     }
 }
@@ -202,6 +231,7 @@ impl Shared {
                 }
                 .map_err(Error::file(path))?;
                 counters.chunks.add(1);
+                counters.bytes_needed.add(stored_bytes(entry));
                 counters.rows.add(batch.num_rows());
                 counters
                     .bytes
@@ -223,6 +253,127 @@ impl Shared {
                     }
                     offset += len;
                 }
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// Object `file`, opened again (under the session's keys and policy) at most once per scan,
+    /// and checked to be the version the table was planned from (ETag, size, schema, chunks).
+    async fn remote_dataset(&self, file: usize) -> Result<Arc<RemoteDataset>, Error> {
+        let info = &self.files[file];
+        let Some(object) = self.origins.get(file).and_then(Option::as_ref) else {
+            return Err(Error::Location {
+                location: info.path.display().to_string(),
+                reason: "a local file in a scan of objects",
+            });
+        };
+        let dataset = self.remote[file]
+            .get_or_try_init(|| async {
+                let dataset = source::open_remote(object, &self.keys, true).await?;
+                info.check_unchanged_remote(object, &dataset)?;
+                if ald::check_schema(&self.file_schema, dataset.schema()).is_err() {
+                    return Err(Error::Changed {
+                        path: info.path.clone(),
+                        what: "its schema",
+                    });
+                }
+                Ok(Arc::new(dataset))
+            })
+            .await?;
+        Ok(Arc::clone(dataset))
+    }
+
+    /// Adds to `counters` what object `file` cost since the last report (by any partition):
+    /// every request and byte is reported once, by the partition that sees it first.
+    fn report(&self, file: usize, dataset: &RemoteDataset, counters: &Counters) {
+        let [requests, bytes] = &self.reported[file];
+        let add = |reported: &AtomicU64, now: u64, count: &Count| {
+            let before = reported.fetch_max(now, Ordering::Relaxed);
+            if now > before {
+                count.add(usize::try_from(now - before).unwrap_or(usize::MAX));
+            }
+        };
+        add(requests, dataset.file().requests(), &counters.requests);
+        add(
+            bytes,
+            dataset.file().bytes_fetched(),
+            &counters.bytes_fetched,
+        );
+    }
+
+    /// As [`Shared::run`] for a table of objects: each file's chunks fetched by range,
+    /// [`REMOTE_PREFETCH`] ahead of the consumer, within the dataset's bound on bytes in flight;
+    /// each checked (CRC-32C or AES-GCM) before it is decoded.
+    async fn run_remote(
+        &self,
+        units: &[Unit],
+        batch_size: usize,
+        counters: &Counters,
+        tx: &tokio::sync::mpsc::Sender<DfResult<RecordBatch>>,
+    ) -> Result<(), Error> {
+        let mut remaining = self.limit.map_or(u64::MAX, |limit| limit as u64);
+        let mut start = 0;
+        while start < units.len() && remaining > 0 {
+            let file = units[start].file;
+            let end = units[start..]
+                .iter()
+                .position(|unit| unit.file != file)
+                .map_or(units.len(), |offset| start + offset);
+            let dataset = self.remote_dataset(file).await?;
+            let url = self.files[file].path.display().to_string();
+            let reader: &RemoteDataset = &dataset;
+            // Owned units and a shared dataset per fetch: the stream stays `Send` + `'static`
+            // in what it borrows.
+            let mut chunks = futures::stream::iter(units[start..end].to_vec())
+                .map(|unit| {
+                    let dataset = Arc::clone(&dataset);
+                    async move {
+                        let batch = dataset.chunk(unit.chunk).await;
+                        (unit, batch)
+                    }
+                })
+                .buffered(REMOTE_PREFETCH);
+            let mut consumer_gone = false;
+            while let Some((unit, batch)) = chunks.next().await {
+                self.report(file, reader, counters);
+                if remaining == 0 {
+                    break;
+                }
+                let batch = batch.map_err(Error::remote(&url))?;
+                let entry = &self.files[file].chunks[unit.chunk];
+                counters.chunks.add(1);
+                counters.bytes_needed.add(stored_bytes(entry));
+                counters.rows.add(batch.num_rows());
+                counters
+                    .bytes
+                    .add(usize::try_from(unit.decoded_bytes).unwrap_or(usize::MAX));
+                let take = batch
+                    .num_rows()
+                    .min(usize::try_from(remaining).unwrap_or(usize::MAX));
+                let bridged =
+                    bridge::batch(&batch, &self.projection, Arc::clone(&self.projected_schema))?;
+                counters.columns.add(self.projection.len());
+                remaining -= take as u64;
+                let mut offset = 0;
+                while offset < take {
+                    let len = batch_size.min(take - offset);
+                    counters.output_rows.add(len);
+                    if tx.send(Ok(bridged.slice(offset, len))).await.is_err() {
+                        consumer_gone = true;
+                        break;
+                    }
+                    offset += len;
+                }
+                if consumer_gone {
+                    break;
+                }
+            }
+            drop(chunks);
+            self.report(file, reader, counters);
+            if consumer_gone {
+                return Ok(());
             }
             start = end;
         }
@@ -270,9 +421,22 @@ impl fmt::Debug for AldScanExec {
     }
 }
 
+/// The stored bytes of a chunk, as a metric value.
+fn stored_bytes(entry: &envelope_core::ChunkEntry) -> usize {
+    usize::try_from(entry.stored_size).unwrap_or(usize::MAX)
+}
+
 impl AldScanExec {
+    #[allow(clippy::too_many_arguments)]
+    /// Whether the scan reads objects on object storage.
+    #[must_use]
+    pub fn is_remote(&self) -> bool {
+        self.shared.origins.iter().any(Option::is_some)
+    }
+
     pub(crate) fn new(
         files: Arc<[FileInfo]>,
+        origins: Arc<[Option<RemoteObject>]>,
         file_schema: arrow_schema::SchemaRef,
         table_schema: &SchemaRef,
         projection: Option<&[usize]>,
@@ -296,6 +460,12 @@ impl AldScanExec {
         Ok(Self {
             shared: Arc::new(Shared {
                 opened: files.iter().map(|_| Mutex::new(None)).collect(),
+                remote: files.iter().map(|_| tokio::sync::OnceCell::new()).collect(),
+                reported: files
+                    .iter()
+                    .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
+                    .collect(),
+                origins,
                 files,
                 file_schema,
                 projection,
@@ -440,6 +610,17 @@ impl ExecutionPlan for AldScanExec {
         let mut builder =
             RecordBatchReceiverStream::builder(Arc::clone(&self.shared.projected_schema), 2);
         let tx = builder.tx();
+        if self.shared.origins.iter().any(Option::is_some) {
+            // Objects: requests are awaited on the runtime; each chunk is checked and decoded as
+            // it arrives (remote-file decodes on the task that fetched it).
+            builder.spawn(async move {
+                shared
+                    .run_remote(&units, batch_size, &counters, &tx)
+                    .await
+                    .map_err(DataFusionError::from)
+            });
+            return Ok(builder.build());
+        }
         // Decoding (page faults on the map, decompression, decryption, Arrow's validation) is
         // blocking work: it runs on the runtime's blocking threads, not its workers.
         builder.spawn_blocking(move || {

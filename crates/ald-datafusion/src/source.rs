@@ -1,22 +1,39 @@
 //! Where a table's bytes come from: the seam between the table and storage.
 //!
-//! This build reads local files: a path to one `.ald` file, or a directory whose `.ald` files
-//! (not those of subdirectories) make one table, in path order. Each file is opened through
-//! `ald`'s own verified path ([`ald::StreamingDataset::open`]: a memory map, the header, metadata,
-//! schema and chunk index checked, each chunk's CRC-32C or AES-GCM tag when it is read, a
-//! signature policy over every byte), so every check is exactly the local loader's.
+//! A table is local files or objects in a store, never both:
+//! - **Local**: a path to one `.ald` file, or a directory whose `.ald` files (not those of
+//!   subdirectories) make one table, in path order. Each file is opened through `ald`'s own
+//!   verified path ([`ald::StreamingDataset::open`]: a memory map, the header, metadata, schema and
+//!   chunk index checked, each chunk's CRC-32C or AES-GCM tag when it is read, a signature policy
+//!   over every byte), so every check is exactly the local loader's.
+//! - **Remote**: `s3://`, `gs://`, `az://` (and `object_store`'s other Azure spellings) and
+//!   `http(s)://` URLs naming one object, or a prefix (ending in `/`) whose objects directly under
+//!   it with the table's extension make the table, sorted by key. Each object is opened through
+//!   [`remote_file::RemoteDataset`] (head and tail by range, the same checks in the same order,
+//!   each chunk fetched by range and checked before it is decoded).
 //!
-//! Object storage plugs in here: [`Location`] gets a remote variant (an `ObjectStoreUrl` and a
-//! prefix), [`list`] lists it through the session's `object_store`, and [`open`] returns a
-//! dataset over the remote reader's verified bytes. Nothing above this module knows where the
-//! bytes are: the table keeps the [`FileInfo`] found at registration and asks this module to
-//! open files again when a scan runs.
+//! The store of a remote location is the session's: the one its `RuntimeEnv` has registered for
+//! the URL's `scheme://authority` if there is one (a store the caller configured, or a counting
+//! wrapper), else one built from the environment by [`remote_file::Location::parse`] and then
+//! registered there, so that DataFusion's own readers (Parquet over the same bucket, say) use the
+//! same client and connection pool.
+//!
+//! Nothing above this module knows where the bytes are: the table keeps the [`FileInfo`] found at
+//! registration (and, for an object, its ETag and size) and asks this module to open files again
+//! when a scan runs.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ald::StreamingDataset;
 use ald::fs::SharedMap;
-use envelope_core::ChunkEntry;
+use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::execution::runtime_env::RuntimeEnv;
+use envelope_core::{ChunkEntry, Signal};
+use futures::{StreamExt as _, TryStreamExt as _};
+use object_store::ObjectStoreScheme as Kind;
+use object_store::{ObjectStore, ObjectStoreExt as _};
+use remote_file::{ReadOptions, RemoteDataset};
 
 use crate::config::Keys;
 use crate::{Error, Result};
@@ -24,47 +41,147 @@ use crate::{Error, Result};
 /// The extension of the files a directory table reads by default.
 pub const DEFAULT_EXTENSION: &str = ".ald";
 
-/// A table location: one file or a directory of files.
+/// Objects opened at once when a remote table is planned (two requests each).
+const PARALLEL_OPENS: usize = 8;
+
+/// A table location: one file or a directory of files, locally or on object storage.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Location {
     /// A local file or directory.
     Local(PathBuf),
+    /// An object, or a prefix of objects, in a store.
+    Remote(RemoteUrl),
+}
+
+/// An object storage URL: the store it is in (`scheme://authority`) and the path in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteUrl {
+    /// The URL as written.
+    text: String,
+    /// `scheme://authority`, the key of the store in a DataFusion `RuntimeEnv`.
+    store_url: ObjectStoreUrl,
+    /// The path in the store (no leading or trailing `/`).
+    path: object_store::path::Path,
+    /// Whether the URL ends with `/`: a prefix, never one object.
+    prefix: bool,
+}
+
+impl RemoteUrl {
+    /// The URL as written.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The store's URL (`s3://bucket/`), under which a `RuntimeEnv` registers it.
+    #[must_use]
+    pub fn store_url(&self) -> &ObjectStoreUrl {
+        &self.store_url
+    }
+
+    /// The store: the one `runtime` has for [`RemoteUrl::store_url`], else one configured from
+    /// the environment (`AWS_ENDPOINT_URL`, ..., docs/remote.md), registered with `runtime`.
+    ///
+    /// # Errors
+    /// `Usage` ([`Error::Remote`]) if the environment does not configure the store.
+    pub fn store(&self, runtime: Option<&RuntimeEnv>) -> Result<Arc<dyn ObjectStore>> {
+        if let Some(store) = runtime.and_then(|runtime| runtime.object_store(&self.store_url).ok())
+        {
+            return Ok(store);
+        }
+        let built = remote_file::Location::parse(&self.text).map_err(Error::remote(&self.text))?;
+        let store = Arc::clone(built.store());
+        if let Some(runtime) = runtime {
+            runtime.register_object_store(self.store_url.as_ref(), Arc::clone(&store));
+        }
+        Ok(store)
+    }
+
+    fn object(&self, store: &Arc<dyn ObjectStore>, meta: object_store::ObjectMeta) -> RemoteObject {
+        RemoteObject {
+            store: Arc::clone(store),
+            url: format!("{}{}", self.store_url.as_str(), meta.location),
+            path: meta.location,
+            e_tag: None,
+            size: meta.size,
+        }
+    }
 }
 
 impl Location {
-    /// Parses a path, or a `file://` URL. Other URL schemes (`s3://`, `gs://`, `az://`,
-    /// `http(s)://`) are refused with `Usage` until the remote reader exists.
+    /// Parses a path, a `file://` URL, or an object storage URL (`s3://`, `s3a://`, `gs://`,
+    /// `az://`, `abfs(s)://`, `azure://`, `adl://`, `http(s)://`). A URL ending in `/` is a
+    /// prefix; one that does not names an object, or, if there is none, a prefix.
     ///
     /// # Errors
-    /// `Usage` ([`Error::Location`]) for a URL this build cannot read.
+    /// `Usage` ([`Error::Location`]) for a URL of another scheme or that does not parse.
     pub fn parse(location: &str) -> Result<Self> {
         if let Some(path) = location.strip_prefix("file://") {
             return Ok(Self::Local(PathBuf::from(path)));
         }
-        if let Some((scheme, _)) = location.split_once("://")
-            && !scheme.is_empty()
-            && scheme
+        let Some((scheme, _)) = location.split_once("://") else {
+            return Ok(Self::Local(PathBuf::from(location)));
+        };
+        if scheme.is_empty()
+            || !scheme
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
         {
-            return Err(Error::Location {
-                location: location.to_owned(),
-                reason: "object storage is not read by this build of ald-datafusion (local paths and file:// only)",
-            });
+            return Ok(Self::Local(PathBuf::from(location)));
         }
-        Ok(Self::Local(PathBuf::from(location)))
+        let refuse = |reason| Error::Location {
+            location: location.to_owned(),
+            reason,
+        };
+        let url = url::Url::parse(location).map_err(|_| refuse("not a URL"))?;
+        let (kind, path) = Kind::parse(&url)
+            .map_err(|_| refuse("not an object storage URL (s3, gs, az, http, https)"))?;
+        if !matches!(
+            kind,
+            Kind::AmazonS3 | Kind::GoogleCloudStorage | Kind::MicrosoftAzure | Kind::Http
+        ) {
+            return Err(refuse(
+                "not an object storage URL this crate reads (s3, gs, az, http, https)",
+            ));
+        }
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err(refuse("no bucket, container or host"));
+        }
+        let authority = &url[url::Position::BeforeHost..url::Position::AfterPort];
+        let store_url = ObjectStoreUrl::parse(format!("{}://{authority}", url.scheme()))
+            .map_err(|_| refuse("no bucket, container or host"))?;
+        Ok(Self::Remote(RemoteUrl {
+            text: location.to_owned(),
+            store_url,
+            path,
+            prefix: url.path().ends_with('/'),
+        }))
+    }
+
+    /// Whether this is a location on object storage.
+    #[must_use]
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Self::Remote(_))
     }
 }
 
-/// The files at `location`: the file itself, or the regular files directly in the directory whose
-/// name ends with `extension`, sorted by path.
+/// The files at a local `location`: the file itself, or the regular files directly in the
+/// directory whose name ends with `extension`, sorted by path.
 ///
 /// # Errors
 /// `Io` if the location cannot be read; `Usage` ([`Error::NoFiles`]) for a directory without
-/// such files.
+/// such files; `Usage` for a remote location (see [`list_remote`]).
 pub(crate) fn list(location: &Location, extension: &str) -> Result<Vec<PathBuf>> {
-    let Location::Local(path) = location;
+    let path = match location {
+        Location::Local(path) => path,
+        Location::Remote(url) => {
+            return Err(Error::Location {
+                location: url.as_str().to_owned(),
+                reason: "an object storage location is listed through its store",
+            });
+        }
+    };
     let io = |source| Error::Io {
         path: path.clone(),
         source,
@@ -94,6 +211,133 @@ pub(crate) fn list(location: &Location, extension: &str) -> Result<Vec<PathBuf>>
     }
     files.sort();
     Ok(files)
+}
+
+/// One object of a remote table.
+#[derive(Debug, Clone)]
+pub(crate) struct RemoteObject {
+    pub(crate) store: Arc<dyn ObjectStore>,
+    pub(crate) path: object_store::path::Path,
+    /// `scheme://authority/path`, for messages (and the table's `FileInfo::path`).
+    pub(crate) url: String,
+    /// The ETag seen when the table was planned (set once the object was opened).
+    pub(crate) e_tag: Option<String>,
+    /// The size listed, then the size seen when the object was opened.
+    pub(crate) size: u64,
+}
+
+impl RemoteObject {
+    fn location(&self) -> remote_file::Location {
+        remote_file::Location::from_store(
+            Arc::clone(&self.store),
+            self.path.clone(),
+            self.url.clone(),
+        )
+    }
+}
+
+/// The objects at `url` in `store`: the object it names, or (a URL ending in `/`, or naming no
+/// object) the objects directly under the prefix whose name ends with `extension`, sorted by key.
+/// One request (`HEAD` or `LIST`), two for a URL without `/` that names no object.
+///
+/// # Errors
+/// `Io` ([`Error::Remote`]) if the store refuses; `Usage` ([`Error::NoFiles`]) for a prefix without
+/// such objects.
+pub(crate) async fn list_remote(
+    url: &RemoteUrl,
+    store: &Arc<dyn ObjectStore>,
+    extension: &str,
+) -> Result<Vec<RemoteObject>> {
+    let store_error = |source| {
+        Error::remote(url.as_str())(remote_file::Error::Store {
+            location: url.as_str().to_owned(),
+            source,
+        })
+    };
+    if !url.prefix && !url.path.as_ref().is_empty() {
+        match store.head(&url.path).await {
+            Ok(meta) => return Ok(vec![url.object(store, meta)]),
+            Err(object_store::Error::NotFound { .. }) => {}
+            Err(source) => return Err(store_error(source)),
+        }
+    }
+    let prefix = (!url.path.as_ref().is_empty()).then_some(&url.path);
+    let listed = store
+        .list_with_delimiter(prefix)
+        .await
+        .map_err(store_error)?;
+    let mut objects: Vec<RemoteObject> = listed
+        .objects
+        .into_iter()
+        .filter(|meta| {
+            meta.location
+                .filename()
+                .is_some_and(|name| name.ends_with(extension) && !name.starts_with('.'))
+        })
+        .map(|meta| url.object(store, meta))
+        .collect();
+    if objects.is_empty() {
+        return Err(Error::NoFiles {
+            path: PathBuf::from(url.as_str()),
+            extension: extension.to_owned(),
+        });
+    }
+    objects.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(objects)
+}
+
+/// Opens and verifies `object` under `keys`' policy: the signature policy always, and, when
+/// `decrypt`, the first of the session's keys that opens an encrypted payload (a wrong key is
+/// `DecryptionFailed` here, when the next one is tried). Planning opens without keys, as a local
+/// table is registered; a scan opens with them.
+///
+/// # Errors
+/// The first check the remote reader refuses ([`Error::Remote`]).
+pub(crate) async fn open_remote(
+    object: &RemoteObject,
+    keys: &Keys,
+    decrypt: bool,
+) -> Result<RemoteDataset> {
+    let base = keys.load_options();
+    let mut candidates: Vec<_> = if decrypt {
+        keys.decryption_keys().map(Some).collect()
+    } else {
+        Vec::new()
+    };
+    if candidates.is_empty() {
+        candidates.push(None);
+    }
+    let last = candidates.len() - 1;
+    for (index, key) in candidates.into_iter().enumerate() {
+        let load = ald::LoadOptions { key, ..base };
+        match RemoteDataset::open_location(object.location(), &load, ReadOptions::default()).await {
+            Ok(dataset) => return Ok(dataset),
+            Err(error) if error.signal() == Signal::DecryptionFailed && index < last => {}
+            Err(error) => return Err(Error::remote(&object.url)(error)),
+        }
+    }
+    Err(Error::Location {
+        location: object.url.clone(),
+        reason: "no key was tried",
+    })
+}
+
+/// Opens every object of `objects`, [`PARALLEL_OPENS`] at once, in order; each gets the ETag and
+/// size its open saw.
+pub(crate) async fn open_all_remote(
+    objects: Vec<RemoteObject>,
+    keys: &Keys,
+) -> Result<Vec<(RemoteObject, RemoteDataset)>> {
+    futures::stream::iter(objects)
+        .map(|mut object| async move {
+            let dataset = open_remote(&object, keys, false).await?;
+            object.e_tag = dataset.file().e_tag().map(str::to_owned);
+            object.size = dataset.file().size();
+            Ok::<_, Error>((object, dataset))
+        })
+        .buffered(PARALLEL_OPENS)
+        .try_collect()
+        .await
 }
 
 /// An opened, verified file.
@@ -160,9 +404,55 @@ impl FileInfo {
         self.chunks.iter().map(|chunk| chunk.stored_size).sum()
     }
 
+    /// What the planner needs from an object opened through the remote reader.
+    pub(crate) fn of_remote(url: &str, dataset: &RemoteDataset) -> Result<Self> {
+        let path = PathBuf::from(url);
+        let chunks = (0..dataset.num_chunks())
+            .map(|chunk| {
+                dataset.chunk_entry(chunk).ok_or_else(|| Error::Changed {
+                    path: path.clone(),
+                    what: "a chunk index entry is missing",
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            file_size: dataset.file().size(),
+            streaming: dataset.is_ranged(),
+            encrypted: dataset.is_encrypted(),
+            num_rows: dataset.num_rows(),
+            chunks,
+            path,
+        })
+    }
+
+    /// `Changed` unless `dataset` (an object opened again for a scan) is the version `object`
+    /// was planned from (same ETag and size) with the rows and chunks planned from.
+    pub(crate) fn check_unchanged_remote(
+        &self,
+        object: &RemoteObject,
+        dataset: &RemoteDataset,
+    ) -> Result<()> {
+        if dataset.file().size() != object.size {
+            return Err(Error::Changed {
+                path: self.path.clone(),
+                what: "its size",
+            });
+        }
+        if object.e_tag.is_some() && dataset.file().e_tag() != object.e_tag.as_deref() {
+            return Err(Error::Changed {
+                path: self.path.clone(),
+                what: "its ETag",
+            });
+        }
+        self.check_same(&Self::of_remote(&object.url, dataset)?)
+    }
+
     /// `Changed` unless `dataset` (opened again for a scan) has the rows and chunks planned from.
     pub(crate) fn check_unchanged(&self, dataset: &Dataset) -> Result<()> {
-        let now = Self::of(self.path.clone(), dataset)?;
+        self.check_same(&Self::of(self.path.clone(), dataset)?)
+    }
+
+    fn check_same(&self, now: &Self) -> Result<()> {
         let what = if now.num_rows != self.num_rows {
             "its row count"
         } else if now.chunks != self.chunks {
@@ -181,10 +471,12 @@ impl FileInfo {
 
 #[cfg(test)]
 mod tests {
+    use object_store::ObjectStoreExt as _;
+
     use super::*;
 
     #[test]
-    fn locations_parse_local_paths_and_refuse_object_storage_for_now() {
+    fn locations_parse_local_paths_and_object_storage_urls() {
         assert_eq!(
             Location::parse("/data/x.ald").unwrap(),
             Location::Local("/data/x.ald".into())
@@ -197,10 +489,76 @@ mod tests {
             Location::parse("relative/dir").unwrap(),
             Location::Local("relative/dir".into())
         );
-        for remote in ["s3://bucket/prefix/", "gs://b/x.ald", "https://host/x.ald"] {
-            let error = Location::parse(remote).unwrap_err();
-            assert_eq!(error.signal(), envelope_core::Signal::Usage, "{remote}");
+        for (remote, store, path, prefix) in [
+            ("s3://bucket/prefix/", "s3://bucket/", "prefix", true),
+            ("s3://bucket/", "s3://bucket/", "", true),
+            ("gs://b/x.ald", "gs://b/", "x.ald", false),
+            (
+                "https://host:8443/d/x.ald",
+                "https://host:8443/",
+                "d/x.ald",
+                false,
+            ),
+            ("az://container/a/b/", "az://container/", "a/b", true),
+        ] {
+            let Location::Remote(url) = Location::parse(remote).unwrap() else {
+                panic!("{remote} is remote");
+            };
+            assert_eq!(url.as_str(), remote);
+            assert_eq!(url.store_url().as_str(), store, "{remote}");
+            assert_eq!(url.path.as_ref(), path, "{remote}");
+            assert_eq!(url.prefix, prefix, "{remote}");
         }
+        for refused in ["ftp://host/x.ald", "memory://x/y.ald", "s3://"] {
+            let error = Location::parse(refused).unwrap_err();
+            assert_eq!(error.signal(), envelope_core::Signal::Usage, "{refused}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_prefix_lists_its_objects_of_the_extension_in_order() {
+        let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        for name in [
+            "t/b.ald",
+            "t/a.ald",
+            "t/.hidden.ald",
+            "t/notes.txt",
+            "t/sub/c.ald",
+        ] {
+            store
+                .put(&object_store::path::Path::from(name), b"x".to_vec().into())
+                .await
+                .unwrap();
+        }
+        let url = |text: &str| match Location::parse(text).unwrap() {
+            Location::Remote(url) => url,
+            Location::Local(_) => unreachable!(),
+        };
+        let names = |objects: Vec<RemoteObject>| {
+            objects
+                .into_iter()
+                .map(|object| object.url)
+                .collect::<Vec<_>>()
+        };
+        for prefix in ["s3://bucket/t/", "s3://bucket/t"] {
+            let found = list_remote(&url(prefix), &store, DEFAULT_EXTENSION)
+                .await
+                .unwrap();
+            assert_eq!(names(found), ["s3://bucket/t/a.ald", "s3://bucket/t/b.ald"]);
+        }
+        // An object named without `/`: that object, whatever its name.
+        let one = list_remote(&url("s3://bucket/t/notes.txt"), &store, ".ald")
+            .await
+            .unwrap();
+        assert_eq!(names(one), ["s3://bucket/t/notes.txt"]);
+        let error = list_remote(&url("s3://bucket/empty/"), &store, ".ald")
+            .await
+            .unwrap_err();
+        assert!(matches!(error, Error::NoFiles { .. }), "{error}");
+        assert_eq!(
+            error.to_string(),
+            "Usage: no .ald file in s3://bucket/empty/"
+        );
     }
 
     #[test]

@@ -257,6 +257,32 @@ impl RemoteDataset {
         }
     }
 
+    /// The chunk index entry of chunk `chunk` (rows, stored and decoded sizes); a file read whole
+    /// has one entry covering its payload, as the local reader gives.
+    #[must_use]
+    pub fn chunk_entry(&self, chunk: usize) -> Option<envelope_core::ChunkEntry> {
+        match &self.inner {
+            Inner::Ranged(dataset) => dataset.chunk_entry(chunk),
+            Inner::Whole(dataset) => dataset.chunk_entry(chunk),
+        }
+    }
+
+    /// Whether the payload is encrypted.
+    #[must_use]
+    pub fn is_encrypted(&self) -> bool {
+        match &self.inner {
+            Inner::Ranged(dataset) => dataset.is_encrypted(),
+            Inner::Whole(dataset) => dataset.file().is_encrypted(),
+        }
+    }
+
+    /// Whether chunks are fetched by range (a STREAMING file), rather than read from the whole
+    /// object fetched at open.
+    #[must_use]
+    pub fn is_ranged(&self) -> bool {
+        matches!(self.inner, Inner::Ranged(_))
+    }
+
     /// Chunk `chunk` as one record batch: one range request (more only on retries).
     ///
     /// # Errors

@@ -50,7 +50,8 @@ impl Retry {
     }
 }
 
-/// One object being read: its size and version as first seen, and a count of requests.
+/// One object being read: its size and version as first seen, and counts of the requests sent
+/// and the bytes they brought back (relaxed atomics: a count costs one uncontended add).
 #[derive(Debug)]
 pub struct RemoteFile {
     location: Location,
@@ -59,6 +60,7 @@ pub struct RemoteFile {
     version: Option<String>,
     retry: Retry,
     requests: AtomicU64,
+    bytes: AtomicU64,
     jitter: AtomicU64,
 }
 
@@ -83,6 +85,7 @@ impl RemoteFile {
             version: None,
             retry,
             requests: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
             jitter: AtomicU64::new(seed),
         };
         let (first, last) = futures::future::join(
@@ -149,6 +152,13 @@ impl RemoteFile {
         self.requests.load(Ordering::Relaxed)
     }
 
+    /// Response body bytes received so far (retries and bodies cut short included): what the
+    /// reads cost on the network, to compare with the bytes they needed.
+    #[must_use]
+    pub fn bytes_fetched(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
     /// Bytes `range` of the object, of exactly that length, from the version first seen,
     /// retried as [`Retry`] says. `check` judges the bytes (a CRC, say): a transient refusal
     /// (a checksum mismatch) asks for another try, any other refusal is returned at once.
@@ -196,6 +206,7 @@ impl RemoteFile {
                         while let Some(piece) = body.next().await {
                             match piece {
                                 Ok(piece) => {
+                                    self.bytes.fetch_add(piece.len() as u64, Ordering::Relaxed);
                                     let room = range.end - at;
                                     let take = piece
                                         .len()
@@ -263,6 +274,7 @@ impl RemoteFile {
             .bytes()
             .await
             .map_err(|source| self.store_error(source))?;
+        self.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         if bytes.len() as u64 != expected.end - expected.start {
             return Err(self.short(expected, bytes.len() as u64));
         }

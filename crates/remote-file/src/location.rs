@@ -118,6 +118,30 @@ impl Location {
         })
     }
 
+    /// `path` in a store the caller already has (one registered with a DataFusion runtime, say,
+    /// so that several readers share its client and connection pool); `display` names it in
+    /// messages.
+    #[must_use]
+    pub fn from_store(store: Arc<dyn ObjectStore>, path: Path, display: impl Into<String>) -> Self {
+        Self {
+            store,
+            path,
+            display: display.into(),
+        }
+    }
+
+    /// The store the file is in.
+    #[must_use]
+    pub fn store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    /// The file's path in its store.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// The location as given.
     #[must_use]
     pub fn as_str(&self) -> &str {

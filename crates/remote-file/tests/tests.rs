@@ -205,8 +205,15 @@ fn a_streaming_file_opens_in_two_requests_and_a_chunk_costs_one() {
     )
     .unwrap();
     assert_eq!(dataset.dataset().file().requests(), 2);
+    // The first 64 KiB and the last 64 KiB, each cut to the file's size.
+    let size = sample.bytes.len() as u64;
+    let opened = dataset.dataset().file().bytes_fetched();
+    assert_eq!(opened, 2 * size.min(64 * 1024));
     dataset.chunk(3).unwrap();
     assert_eq!(dataset.dataset().file().requests(), 3);
+    // One chunk: exactly its stored bytes.
+    let stored = dataset.dataset().chunk_entry(3).unwrap().stored_size;
+    assert_eq!(dataset.dataset().file().bytes_fetched(), opened + stored);
     // Sections larger than the first read: one more request (the read ahead covers the rest).
     let small = ReadOptions {
         first_read: 200,

@@ -165,6 +165,10 @@ impl AldScanExec {
         Ok(Self {
             shared: Arc::new(Shared {
                 opened: files.iter().map(|_| Mutex::new(None)).collect(),
+                // Rebuilt scans read local files (a table on object storage is not encoded).
+                origins: files.iter().map(|_| None).collect(),
+                remote: files.iter().map(|_| tokio::sync::OnceCell::new()).collect(),
+                reported: files.iter().map(|_| Default::default()).collect(),
                 files,
                 file_schema,
                 projection,
