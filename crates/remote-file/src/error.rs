@@ -86,6 +86,10 @@ pub enum Error {
     /// The file itself was refused (integrity, signature, license, schema, decryption).
     #[error(transparent)]
     Dataset(#[from] ald::Error),
+    /// The model file itself was refused (integrity, signature, license, model type, metadata,
+    /// decryption, a tensor's data).
+    #[error(transparent)]
+    Model(#[from] apr::Error),
 }
 
 impl From<envelope_core::Error> for Error {
@@ -107,6 +111,7 @@ impl Error {
             Self::ObjectChanged { .. } => Signal::ChecksumMismatch,
             Self::HeadTooLarge { .. } => Signal::InvalidFormat,
             Self::Dataset(error) => error.signal(),
+            Self::Model(error) => error.signal(),
         }
     }
 
@@ -116,6 +121,7 @@ impl Error {
         match self {
             Self::ShortBody { .. } => true,
             Self::Dataset(error) => error.signal() == Signal::ChecksumMismatch,
+            Self::Model(error) => error.signal() == Signal::ChecksumMismatch,
             Self::Store { source, .. } => matches!(
                 source,
                 object_store::Error::Generic { .. } | object_store::Error::JoinError { .. }

@@ -9,6 +9,7 @@
     reason = "test tables are small; sizes and offsets fit every type involved"
 )]
 
+mod models;
 mod proxy;
 mod s3;
 
