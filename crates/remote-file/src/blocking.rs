@@ -5,6 +5,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
 use crate::dataset::RemoteDataset;
+use crate::fold::RemoteFold;
 use crate::location::Location;
 use crate::model::RemoteModel;
 use crate::ranged::{ReadOptions, RemoteEnvelope};
@@ -231,5 +232,58 @@ impl BlockingEnvelope {
             runtime: self.runtime,
             dataset,
         })
+    }
+}
+
+/// A [`RemoteFold`] with blocking calls.
+#[derive(Debug)]
+pub struct BlockingFold {
+    runtime: tokio::runtime::Runtime,
+    fold: RemoteFold,
+}
+
+impl BlockingFold {
+    /// As [`RemoteFold::open`], blocking.
+    ///
+    /// # Errors
+    /// `Runtime` if the runtime cannot start; as [`RemoteFold::open`].
+    pub fn open(location: &str, limits: fold::ReadOptions, options: ReadOptions) -> Result<Self> {
+        Self::open_location(Location::parse(location)?, limits, options)
+    }
+
+    /// As [`RemoteFold::open_location`], blocking.
+    ///
+    /// # Errors
+    /// As [`BlockingFold::open`].
+    pub fn open_location(
+        location: Location,
+        limits: fold::ReadOptions,
+        options: ReadOptions,
+    ) -> Result<Self> {
+        let runtime = runtime()?;
+        let fold = runtime.block_on(RemoteFold::open_location(location, limits, options))?;
+        Ok(Self { runtime, fold })
+    }
+
+    /// The container (index, header, the object's requests).
+    #[must_use]
+    pub fn fold(&self) -> &RemoteFold {
+        &self.fold
+    }
+
+    /// As [`RemoteFold::chunk`], blocking.
+    ///
+    /// # Errors
+    /// As [`RemoteFold::chunk`].
+    pub fn chunk(&self, name: &str) -> Result<Vec<u8>> {
+        self.runtime.block_on(self.fold.chunk(name))
+    }
+
+    /// As [`RemoteFold::chunks`], blocking.
+    ///
+    /// # Errors
+    /// As [`RemoteFold::chunks`].
+    pub fn chunks(&self, names: &[&str]) -> Result<Vec<Vec<u8>>> {
+        self.runtime.block_on(self.fold.chunks(names))
     }
 }

@@ -1,4 +1,4 @@
-//! Reading `.ald` datasets and `.apr` models over object storage (S3, Google Cloud Storage, Azure
+//! Reading `.ald` datasets, `.apr` models and `.fold` containers over object storage (S3, Google Cloud Storage, Azure
 //! Blob, HTTP, local files) through `object_store`, with range requests: the first and last bytes
 //! of a file to open it, then one request per chunk (a dataset's row group, a model's tensor)
 //! read (docs/remote.md).
@@ -35,14 +35,16 @@ mod blocking;
 mod dataset;
 mod error;
 mod fetch;
+mod fold;
 mod location;
 mod model;
 mod ranged;
 
-pub use blocking::{BlockingDataset, BlockingEnvelope, BlockingModel};
+pub use blocking::{BlockingDataset, BlockingEnvelope, BlockingFold, BlockingModel};
 pub use dataset::RemoteDataset;
 pub use error::{Error, Result};
 pub use fetch::{RemoteFile, Retry};
+pub use fold::RemoteFold;
 pub use location::Location;
 pub use model::RemoteModel;
 pub use ranged::{ReadOptions, RemoteEnvelope};
