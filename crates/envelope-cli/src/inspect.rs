@@ -391,11 +391,8 @@ pub fn report_remote_with<T: Serialize>(
     print: impl FnOnce(&T) -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
     // Remote errors name the location themselves.
-    let opened = remote_file::BlockingEnvelope::open(
-        url,
-        tool.format,
-        &remote_file::ReadOptions::default(),
-    )?;
+    let opened =
+        remote_file::BlockingEnvelope::open(url, tool.format, remote_file::ReadOptions::default())?;
     let deep = keys.trusted_keys.is_some() || keys.wants_decryption();
     match opened.remote().envelope() {
         Some(envelope) if !verify && !deep => {

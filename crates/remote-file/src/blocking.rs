@@ -175,7 +175,7 @@ impl BlockingEnvelope {
     pub fn open(
         location: &str,
         format: envelope_core::Format,
-        options: &ReadOptions,
+        options: ReadOptions,
     ) -> Result<Self> {
         let location = Location::parse(location)?;
         let runtime = runtime()?;

@@ -66,7 +66,7 @@ impl RemoteDataset {
         load: &LoadOptions<'_>,
         options: ReadOptions,
     ) -> Result<Self> {
-        let opened = RemoteEnvelope::open_location(location, Format::Dataset, &options).await?;
+        let opened = RemoteEnvelope::open_location(location, Format::Dataset, options).await?;
         Self::from_envelope(opened, load, options).await
     }
 

@@ -67,7 +67,7 @@ impl RemoteModel {
         load: &LoadOptions<'_>,
         options: ReadOptions,
     ) -> Result<Self> {
-        let opened = RemoteEnvelope::open_location(location, Format::Model, &options).await?;
+        let opened = RemoteEnvelope::open_location(location, Format::Model, options).await?;
         Self::from_envelope(opened, load, options).await
     }
 

@@ -67,7 +67,7 @@ impl RemoteEnvelope {
     ///
     /// # Errors
     /// As [`RemoteEnvelope::open_location`]; `Location`.
-    pub async fn open(location: &str, format: Format, options: &ReadOptions) -> Result<Self> {
+    pub async fn open(location: &str, format: Format, options: ReadOptions) -> Result<Self> {
         Self::open_location(Location::parse(location)?, format, options).await
     }
 
@@ -80,9 +80,9 @@ impl RemoteEnvelope {
     pub async fn open_location(
         location: Location,
         format: Format,
-        options: &ReadOptions,
+        options: ReadOptions,
     ) -> Result<Self> {
-        let (file, envelope) = open_envelope(location, format, options).await?;
+        let (file, envelope) = open_envelope(location, format, &options).await?;
         Ok(Self { file, envelope })
     }
 
