@@ -1,7 +1,7 @@
 //! [`DatasetInfo`]: what `alimentar info` shows about a dataset beyond the envelope (dataset type,
 //! card, schema, license, claimed signer, chunk count), read without touching the payload.
 
-use envelope_core::{Envelope, Flags, Section};
+use envelope_core::{Envelope, Flags, Header, RangedEnvelope, Section};
 use serde::Serialize;
 
 use crate::Result;
@@ -73,19 +73,53 @@ impl DatasetInfo {
     /// # Errors
     /// `InvalidFormat` if the dataset type, metadata, schema or license block is invalid.
     pub fn of<B: AsRef<[u8]>>(envelope: &Envelope<B>) -> Result<Self> {
-        let header = envelope.header();
+        Self::of_parts(&Parts {
+            header: envelope.header(),
+            section: &|section| envelope.section(section),
+            schema: &|| envelope.checked_schema(),
+            metadata: &|| envelope.checked_metadata(),
+            num_chunks: envelope.chunk_index().map(envelope_core::ChunkIndex::len),
+            file_size: envelope.as_bytes().len() as u64,
+            payload_size: envelope.payload().len() as u64,
+            uncompressed_size: envelope.uncompressed_size(),
+        })
+    }
+
+    /// Describes an envelope opened from its head and tail (`remote-file`, docs/remote.md):
+    /// what [`DatasetInfo::of`] says of the same file, from the same verified sections.
+    ///
+    /// # Errors
+    /// As [`DatasetInfo::of`].
+    pub fn of_ranged<B: AsRef<[u8]>>(envelope: &RangedEnvelope<B>) -> Result<Self> {
+        Self::of_parts(&Parts {
+            header: envelope.header(),
+            section: &|section| envelope.section(section),
+            schema: &|| envelope.checked_schema(),
+            metadata: &|| envelope.checked_metadata(),
+            num_chunks: envelope.chunk_index().map(envelope_core::ChunkIndex::len),
+            file_size: envelope.file_len(),
+            payload_size: envelope.payload_span().len,
+            uncompressed_size: envelope.uncompressed_size(),
+        })
+    }
+
+    fn of_parts(parts: &Parts<'_>) -> Result<Self> {
+        let header = parts.header;
         let dataset_type = DatasetType::from_id(header.type_id())?;
-        let schema = ipc::parse_schema(envelope.checked_schema()?)?;
-        let license = envelope_license::read_license(envelope)?.map(|block| LicenseInfo {
-            license_id: block.license_id.to_string(),
-            licensee_hash: hex::encode(block.licensee_hash),
-            issued_at: block.issued_at,
-            expires_at: block.expires_at,
-            flags: block.flags.names().collect(),
-            seat_limit: block.seat_limit,
-            query_limit: block.query_limit,
-            custom_terms: String::from_utf8_lossy(&block.custom_terms).into_owned(),
-        });
+        let schema = ipc::parse_schema((parts.schema)()?)?;
+        let license = (parts.section)(Section::License)
+            .map(envelope_license::LicenseBlock::parse)
+            .transpose()?
+            .map(|block| LicenseInfo {
+                license_id: block.license_id.to_string(),
+                licensee_hash: hex::encode(block.licensee_hash),
+                issued_at: block.issued_at,
+                expires_at: block.expires_at,
+                flags: block.flags.names().collect(),
+                seat_limit: block.seat_limit,
+                query_limit: block.query_limit,
+                custom_terms: String::from_utf8_lossy(&block.custom_terms).into_owned(),
+            });
         Ok(Self {
             version: header.version().to_string(),
             dataset_type: dataset_type.name(),
@@ -93,12 +127,10 @@ impl DatasetInfo {
             flags: header.flags().names(),
             compression: header.compression().name(),
             num_rows: header.num_rows(),
-            num_chunks: envelope
-                .chunk_index()
-                .map_or(1, envelope_core::ChunkIndex::len),
-            file_size: envelope.as_bytes().len() as u64,
-            payload_size: envelope.payload().len() as u64,
-            uncompressed_size: envelope.uncompressed_size(),
+            num_chunks: parts.num_chunks.unwrap_or(1),
+            file_size: parts.file_size,
+            payload_size: parts.payload_size,
+            uncompressed_size: parts.uncompressed_size,
             columns: schema
                 .fields()
                 .iter()
@@ -108,26 +140,38 @@ impl DatasetInfo {
                     rendered[1..rendered.len() - 1].to_owned()
                 })
                 .collect(),
-            metadata: Metadata::decode(envelope.checked_metadata()?)?,
+            metadata: Metadata::decode((parts.metadata)()?)?,
             license,
-            claimed_signer: claimed_signer(envelope),
+            claimed_signer: claimed_signer(header, (parts.section)(Section::Signature)),
         })
     }
 }
 
+/// What [`DatasetInfo`] reads of a file, from whichever opener verified it.
+struct Parts<'a> {
+    header: &'a Header,
+    section: &'a dyn Fn(Section) -> Option<&'a [u8]>,
+    schema: &'a dyn Fn() -> envelope_core::Result<&'a [u8]>,
+    metadata: &'a dyn Fn() -> envelope_core::Result<&'a [u8]>,
+    num_chunks: Option<usize>,
+    file_size: u64,
+    payload_size: u64,
+    uncompressed_size: u64,
+}
+
 #[cfg(feature = "format-signing")]
-fn claimed_signer<B: AsRef<[u8]>>(envelope: &Envelope<B>) -> Option<String> {
-    if !envelope.header().flags().contains(Flags::SIGNED) {
+fn claimed_signer(header: &Header, signature: Option<&[u8]>) -> Option<String> {
+    if !header.flags().contains(Flags::SIGNED) {
         return None;
     }
-    let body = envelope.section(Section::Signature)?;
+    let body = signature?;
     envelope_sign::SignatureBlock::parse(body)
         .ok()
         .map(|block| block.signer.to_base64())
 }
 
 #[cfg(not(feature = "format-signing"))]
-fn claimed_signer<B: AsRef<[u8]>>(envelope: &Envelope<B>) -> Option<String> {
-    let _ = (envelope, Flags::SIGNED, Section::Signature);
+fn claimed_signer(header: &Header, signature: Option<&[u8]>) -> Option<String> {
+    let _ = (header, signature, Flags::SIGNED);
     None
 }

@@ -657,7 +657,7 @@ pub(crate) fn tensors_from(
 }
 
 #[cfg(feature = "std")]
-fn build(metadata: &ModelMetadata, position: usize, data: Vec<u8>) -> Result<Tensor> {
+pub(crate) fn build(metadata: &ModelMetadata, position: usize, data: Vec<u8>) -> Result<Tensor> {
     let entry = metadata.tensors.get(position).ok_or(Error::NoTensorAt {
         position,
         count: metadata.tensors.len(),
@@ -698,7 +698,25 @@ pub(crate) fn checked_metadata<B: AsRef<[u8]>>(envelope: &Envelope<B>) -> Result
 }
 
 fn check_structure<B: AsRef<[u8]>>(envelope: &Envelope<B>, metadata: &ModelMetadata) -> Result<()> {
-    let index = envelope.chunk_index();
+    check_structure_of(
+        envelope.chunk_index(),
+        envelope
+            .section(envelope_core::Section::TensorIndex)
+            .is_some(),
+        envelope.header().flags(),
+        metadata,
+    )
+}
+
+/// The checks of [`checked_metadata`] after decoding, over the parts of a file they read: its
+/// chunk index, whether it has a tensor index (TRUENO_NATIVE), its flags. Shared by the local
+/// loader and `RangedOpening` (a file opened from ranges), so both refuse the same files alike.
+pub(crate) fn check_structure_of(
+    index: Option<&envelope_core::ChunkIndex>,
+    aligned: bool,
+    flags: envelope_core::Flags,
+    metadata: &ModelMetadata,
+) -> Result<()> {
     match (metadata.payload, index) {
         (PayloadKind::Serde, None) => return Ok(()),
         (PayloadKind::Serde, Some(_)) => {
@@ -731,9 +749,6 @@ fn check_structure<B: AsRef<[u8]>>(envelope: &Envelope<B>, metadata: &ModelMetad
         let expected = crate::tensor::element_count(&entry.shape).and_then(|n| dtype.byte_len(n));
         // An aligned (TRUENO_NATIVE) chunk also holds the padding to the next 64-byte boundary;
         // its exact size is checked against the tensor index in `trueno::aligned_sizes`.
-        let aligned = envelope
-            .section(envelope_core::Section::TensorIndex)
-            .is_some();
         match (dtype, expected) {
             (DType::Quantized(crate::QuantType::Custom), _) => {}
             (_, Some(len)) if len == chunk.uncompressed_size => {}
@@ -754,10 +769,7 @@ fn check_structure<B: AsRef<[u8]>>(envelope: &Envelope<B>, metadata: &ModelMetad
             }
         }
     }
-    let flagged = envelope
-        .header()
-        .flags()
-        .contains(envelope_core::Flags::QUANTIZED);
+    let flagged = flags.contains(envelope_core::Flags::QUANTIZED);
     if flagged != any_quantized {
         return Err(Error::inconsistent(
             "the QUANTIZED flag disagrees with the tensors' dtypes",

@@ -71,6 +71,8 @@ mod model;
 mod model_type;
 pub mod quant;
 #[cfg(feature = "std")]
+mod ranged;
+#[cfg(feature = "std")]
 pub mod regression;
 #[cfg(feature = "std")]
 pub mod safetensors;
@@ -108,6 +110,8 @@ pub use quant::{
     TensorRole, UniformQuantization,
 };
 pub use quant::{QuantType, QuantizationInfo};
+#[cfg(feature = "std")]
+pub use ranged::{RangedModel, RangedOpening};
 #[cfg(feature = "format-signing")]
 pub use secure::load_verified;
 #[cfg(feature = "std")]

@@ -2,8 +2,9 @@
 
 use serde::Serialize;
 
-use crate::card::{ModelCard, PayloadKind};
+use crate::card::{ModelCard, ModelMetadata, PayloadKind};
 use crate::codec::AprFile;
+use crate::model_type::ModelType;
 use crate::quant::QuantizationInfo;
 use crate::tensor::{DType, element_count};
 
@@ -40,10 +41,15 @@ pub struct TensorSummary {
 /// Describes a verified model file (no payload byte is read).
 #[must_use]
 pub fn summarize<B: AsRef<[u8]>>(file: &AprFile<B>) -> ModelSummary {
-    let metadata = file.metadata();
+    summary_of(file.model_type_id(), file.metadata())
+}
+
+/// The summary of a model of type `model_type_id` with `metadata`: [`summarize`] of a local file
+/// and `RangedModel::summary` of one opened from ranges, alike.
+pub(crate) fn summary_of(model_type_id: u16, metadata: &ModelMetadata) -> ModelSummary {
     ModelSummary {
-        model_type_id: file.model_type_id(),
-        model_type: file.model_type().map_or("UNKNOWN", |t| t.name()),
+        model_type_id,
+        model_type: ModelType::from_id(model_type_id).map_or("UNKNOWN", |t| t.name()),
         payload: metadata.payload,
         model_card: metadata.model_card.clone(),
         tensors: metadata

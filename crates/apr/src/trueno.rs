@@ -107,14 +107,31 @@ pub(crate) fn aligned_sizes<B: AsRef<[u8]>>(
     envelope: &Envelope<B>,
     metadata: &ModelMetadata,
 ) -> Result<Option<Vec<u64>>> {
-    let Some(body) = envelope.section(Section::TensorIndex) else {
+    aligned_sizes_of(
+        envelope.section(Section::TensorIndex),
+        envelope
+            .chunk_index()
+            .map(|c| c.entries())
+            .unwrap_or_default(),
+        metadata,
+    )
+}
+
+/// [`aligned_sizes`] over the parts of a file it reads: the tensor index's body (`None` for a
+/// file without one) and the chunk index's entries. Shared by the local loader and
+/// `RangedOpening` (a file opened from ranges).
+///
+/// # Errors
+/// As [`aligned_sizes`].
+pub(crate) fn aligned_sizes_of(
+    tensor_index: Option<&[u8]>,
+    chunks: &[envelope_core::ChunkEntry],
+    metadata: &ModelMetadata,
+) -> Result<Option<Vec<u64>>> {
+    let Some(body) = tensor_index else {
         return Ok(None);
     };
     let index = TensorIndex::parse(Format::Model, body)?;
-    let chunks = envelope
-        .chunk_index()
-        .map(|c| c.entries())
-        .unwrap_or_default();
     if index.len() != metadata.tensors.len() || chunks.len() != index.len() {
         return Err(Error::inconsistent(
             "the tensor index and the metadata list different tensors",

@@ -11,7 +11,7 @@ use std::path::Path;
 use anyhow::Context as _;
 use cli_support::say;
 use cli_support::terminal::Safe;
-use envelope_core::{ChunkIndex, Envelope, Format, Section};
+use envelope_core::{ChunkIndex, Envelope, Format, Layout, RangedEnvelope, Section};
 use serde::Serialize;
 
 use crate::security::{KeyOptions, Tool};
@@ -163,25 +163,63 @@ pub fn inspect_with(
     verify: bool,
 ) -> Result<Report, envelope_core::Error> {
     let map = mapped_file::MappedFile::open(path)?;
+    inspect_bytes(&path.display().to_string(), map, expected, verify)
+}
+
+/// [`inspect_with`] over the bytes of a file named `name` (a path, or a URL whose object was
+/// fetched whole).
+///
+/// # Errors
+/// As [`inspect`].
+pub fn inspect_bytes<B: AsRef<[u8]>>(
+    name: &str,
+    bytes: B,
+    expected: Format,
+    verify: bool,
+) -> Result<Report, envelope_core::Error> {
     let envelope = if verify {
-        Envelope::parse(map, expected)?
+        Envelope::parse(bytes, expected)?
     } else {
-        Envelope::parse_lazy(map, expected)?
+        Envelope::parse_lazy(bytes, expected)?
     }
     .with_limits(crate::limits());
-    let mut report = report(path, &envelope);
+    let mut report = report(name, &envelope);
     if let Some(body) = envelope.section(Section::TensorIndex) {
         let index = zerocopy_trueno::TensorIndex::parse(expected, body)?;
         report.tensors = Some(index.entries().iter().map(TensorReport::of).collect());
         if verify {
             let bytes = envelope.into_inner();
             zerocopy_trueno::AlignedTensors::open(
-                &bytes[..],
+                bytes.as_ref(),
                 expected,
                 zerocopy_trueno::Integrity::PerTensor,
             )?
             .verify_all()?;
         }
+    }
+    Ok(report)
+}
+
+/// The report of a file opened from its head and tail over object storage (docs/remote.md):
+/// what [`inspect`] reports of the same file opened lazily, from the same verified sections.
+///
+/// # Errors
+/// `InvalidFormat` for a tensor index that breaks its rules.
+pub fn inspect_ranged<B: AsRef<[u8]>>(
+    name: &str,
+    envelope: &RangedEnvelope<B>,
+) -> Result<Report, envelope_core::Error> {
+    let mut report = report_of(
+        name,
+        envelope.layout(),
+        false,
+        |section| envelope.section(section),
+        envelope.uncompressed_size(),
+        envelope.chunk_index().map(ChunkIndex::len),
+    );
+    if let Some(body) = envelope.section(Section::TensorIndex) {
+        let index = zerocopy_trueno::TensorIndex::parse(envelope.header().format(), body)?;
+        report.tensors = Some(index.entries().iter().map(TensorReport::of).collect());
     }
     Ok(report)
 }
@@ -201,21 +239,37 @@ impl TensorReport {
     }
 }
 
-fn report<B: AsRef<[u8]>>(path: &Path, envelope: &Envelope<B>) -> Report {
-    let layout = envelope.layout();
+fn report<B: AsRef<[u8]>>(name: &str, envelope: &Envelope<B>) -> Report {
+    report_of(
+        name,
+        envelope.layout(),
+        envelope.is_fully_verified(),
+        |section| envelope.section(section),
+        envelope.uncompressed_size(),
+        envelope.chunk_index().map(ChunkIndex::len),
+    )
+}
+
+/// The report of a file from what both openers have: its layout, whether every byte was
+/// checked, its sections' bodies, its decoded payload size and chunk count.
+fn report_of<'a>(
+    name: &str,
+    layout: &Layout,
+    fully_verified: bool,
+    section: impl Fn(Section) -> Option<&'a [u8]>,
+    uncompressed_size: u64,
+    chunks: Option<usize>,
+) -> Report {
     let header = layout.header();
     let payload = layout.span(Section::Payload).unwrap_or_default();
-    let fully_verified = envelope.is_fully_verified();
-    let signer = envelope
-        .section(Section::Signature)
+    let signer = section(Section::Signature)
         .and_then(|body| envelope_sign::SignatureBlock::parse(body).ok())
         .map(|block| format!("ed25519 {}", block.signer));
-    let license = envelope
-        .section(Section::License)
+    let license = section(Section::License)
         .and_then(|body| envelope_license::LicenseBlock::parse(body).ok())
         .map(|block| LicenseReport::of(&block));
     Report {
-        path: path.display().to_string(),
+        path: name.to_owned(),
         format: header.format().to_string(),
         version: header.version().to_string(),
         type_id: format!("{:#06x}", header.type_id()),
@@ -223,9 +277,9 @@ fn report<B: AsRef<[u8]>>(path: &Path, envelope: &Envelope<B>) -> Report {
         compression: header.compression().name(),
         file_size: layout.file_len(),
         payload_size: payload.len,
-        uncompressed_size: envelope.uncompressed_size(),
+        uncompressed_size,
         num_rows: (header.format() == Format::Dataset).then_some(header.num_rows()),
-        chunks: envelope.chunk_index().map(ChunkIndex::len),
+        chunks,
         crc32: if fully_verified {
             format!("{:08x} (verified)", layout.checksum())
         } else {
@@ -309,8 +363,62 @@ pub fn report_with<T: Serialize>(
         inspect_with(path, tool.format, verify).with_context(|| path.display().to_string())?;
     report.checks = crate::security::deep_checks(tool, path, keys)?;
     let part = read()?;
+    emit(&report, &part, print)
+}
+
+/// How [`report_remote_with`] reads the format's part of an object.
+pub enum RemotePart<'a> {
+    /// The object fetched whole: its bytes, as a local file's.
+    Whole(&'a [u8]),
+    /// Opened from its head and tail: the verified envelope.
+    Ranged(&'a RangedEnvelope<Vec<u8>>),
+}
+
+/// [`report_with`] of an object in a store (`s3://`, `gs://`, `az://`, `http(s)://`;
+/// docs/remote.md): the same report, checks and part, from the object's head and tail (two
+/// requests for most files). A file only its whole-file CRC32 verifies, `--verify`, and the deep
+/// checks (`--trusted-keys`, a key) read every byte: the object is then fetched whole (one more
+/// request, pinned to the version opened) and reported by the local code over those bytes.
+///
+/// # Errors
+/// As [`report_with`]; the store's (`Io`, `Usage` for a location that is not one).
+pub fn report_remote_with<T: Serialize>(
+    tool: Tool,
+    url: &str,
+    verify: bool,
+    keys: &KeyOptions,
+    read: impl FnOnce(RemotePart<'_>) -> anyhow::Result<FormatPart<T>>,
+    print: impl FnOnce(&T) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    // Remote errors name the location themselves.
+    let opened =
+        remote_file::BlockingEnvelope::open(url, tool.format, remote_file::ReadOptions::default())?;
+    let deep = keys.trusted_keys.is_some() || keys.wants_decryption();
+    match opened.remote().envelope() {
+        Some(envelope) if !verify && !deep => {
+            let report = inspect_ranged(url, envelope).with_context(|| url.to_owned())?;
+            let part = read(RemotePart::Ranged(envelope))?;
+            emit(&report, &part, print)
+        }
+        _ => {
+            let bytes = opened.fetch_whole()?;
+            let mut report = inspect_bytes(url, &bytes[..], tool.format, verify)
+                .with_context(|| url.to_owned())?;
+            report.checks = crate::security::deep_checks_of(tool, url, bytes.to_vec(), keys)?;
+            let part = read(RemotePart::Whole(&bytes))?;
+            emit(&report, &part, print)
+        }
+    }
+}
+
+/// Prints the report and the format's part (see [`report_with`]).
+fn emit<T: Serialize>(
+    report: &Report,
+    part: &FormatPart<T>,
+    print: impl FnOnce(&T) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
     if cli_support::run::mode().json {
-        let mut value = serde_json::to_value(&report)?;
+        let mut value = serde_json::to_value(report)?;
         if let serde_json::Value::Object(map) = &mut value {
             match &part.read {
                 Ok(read) => map.insert(part.name.to_owned(), serde_json::to_value(read)?),
@@ -320,7 +428,7 @@ pub fn report_with<T: Serialize>(
         cli_support::print::json(&value)?;
         return Ok(());
     }
-    print_text(&report)?;
+    print_text(report)?;
     match &part.read {
         Ok(read) => print(read)?,
         Err(error) => say!(

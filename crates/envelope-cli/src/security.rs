@@ -116,7 +116,7 @@ enum Secret {
 }
 
 impl KeyOptions {
-    fn wants_decryption(&self) -> bool {
+    pub(crate) fn wants_decryption(&self) -> bool {
         self.password || self.key.is_some() || self.password_source.password_file.is_some()
     }
 
@@ -659,11 +659,37 @@ fn write_bytes(destination: &Destination, bytes: &[u8]) -> anyhow::Result<()> {
 /// # Errors
 /// The first failed check.
 pub fn deep_checks(tool: Tool, path: &Path, keys: &KeyOptions) -> anyhow::Result<Vec<String>> {
-    let mut lines = Vec::new();
     if keys.trusted_keys.is_none() && !keys.wants_decryption() {
-        return Ok(lines);
+        return Ok(Vec::new());
     }
-    let envelope = load(tool, path)?;
+    checks_of(tool, load(tool, path)?, keys)
+}
+
+/// [`deep_checks`] of the bytes of a file named `name` (a URL whose object was fetched whole).
+///
+/// # Errors
+/// The envelope's first failed check, naming `name`; the first failed deep check.
+pub fn deep_checks_of(
+    tool: Tool,
+    name: &str,
+    bytes: Vec<u8>,
+    keys: &KeyOptions,
+) -> anyhow::Result<Vec<String>> {
+    if keys.trusted_keys.is_none() && !keys.wants_decryption() {
+        return Ok(Vec::new());
+    }
+    let envelope = Envelope::parse(bytes, tool.format)
+        .with_context(|| name.to_owned())?
+        .with_limits(crate::limits());
+    checks_of(tool, envelope, keys)
+}
+
+fn checks_of(
+    tool: Tool,
+    envelope: Envelope<Vec<u8>>,
+    keys: &KeyOptions,
+) -> anyhow::Result<Vec<String>> {
+    let mut lines = Vec::new();
     if let Some(signer) = keys.admit(&envelope)? {
         lines.push(format!("signature    valid, trusted key ed25519 {signer}"));
     }

@@ -7,6 +7,7 @@ mod alimentar_trueno;
 mod alimentar_trueno_interop;
 mod apr_llama;
 mod apr_models;
+mod apr_remote;
 mod apr_transformers;
 mod hostile;
 mod piracy;

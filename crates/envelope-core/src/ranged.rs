@@ -35,7 +35,7 @@ use crate::compression::{PayloadPart, PayloadReader, decompress};
 use crate::envelope::{check_chunk_limits, refuse_encrypted};
 use crate::error::{Error, FormatError, Result, Section};
 use crate::header::{Flags, Format, Header};
-use crate::layout::{ByteSource, Layout, Span, walk_lazy};
+use crate::layout::{ByteSource, Layout, Span, declared_totals, walk_lazy};
 use crate::limits::Limits;
 
 /// What [`RangedEnvelope::open`] concluded from the bytes it was given.
@@ -229,6 +229,15 @@ impl<B: AsRef<[u8]>> RangedEnvelope<B> {
         let schema = self.schema();
         self.limits.check_metadata(schema.len() as u64)?;
         Ok(schema)
+    }
+
+    /// The decoded payload size, as
+    /// [`Envelope::uncompressed_size`](crate::Envelope::uncompressed_size) (the chunk index's
+    /// total for a file past the header's u32 fields).
+    #[must_use]
+    pub fn uncompressed_size(&self) -> u64 {
+        // The walk already reconciled header and index, so this cannot fail here.
+        declared_totals(self.header(), self.chunk_index.as_ref()).map_or(0, |(_, decoded)| decoded)
     }
 
     /// Where the payload lies in the file.
@@ -515,6 +524,7 @@ mod tests {
         assert!(rounds > 2);
         let local = Envelope::parse_lazy(&bytes[..], Format::Dataset).unwrap();
         assert_eq!(envelope.layout(), local.layout());
+        assert_eq!(envelope.uncompressed_size(), local.uncompressed_size());
         for (number, chunk) in chunks.iter().enumerate() {
             let range = envelope.chunk_range(number).unwrap();
             let stored = &bytes[to_usize(range.start)..to_usize(range.end)];

@@ -41,6 +41,7 @@ mod format;
 pub mod fs;
 mod index;
 pub mod json;
+mod ranged;
 mod reader;
 pub mod rs;
 #[cfg(feature = "signature")]
@@ -58,6 +59,7 @@ pub use format::{
     MAX_INDEX_SIZE, SUPPORTED_VERSIONS,
 };
 pub use index::{ChunkEntry, Index, manifest_hash, parse_index, parse_sha256_hex};
+pub use ranged::{RangedSource, index_range};
 pub use reader::{ChunkReport, FoldReader, ReadOptions, StoredChunk, VerifyReport};
 #[cfg(all(feature = "std-fs", not(target_arch = "wasm32")))]
 pub use source::{FileSource, MappedSource};

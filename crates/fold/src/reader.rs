@@ -363,7 +363,7 @@ impl<S: Source> FoldReader<S> {
     }
 
     /// The position and entry of the chunk named `name`, in O(1).
-    fn entry(&self, name: &str) -> Result<(usize, &ChunkEntry)> {
+    pub(crate) fn entry(&self, name: &str) -> Result<(usize, &ChunkEntry)> {
         let chunks = &self.index.chunks;
         self.names
             .find(name, |p| &chunks[p].name)
@@ -373,10 +373,9 @@ impl<S: Source> FoldReader<S> {
             })
     }
 
-    /// The checks that precede reading a chunk's body: limits, bounds, chunk header equal to the
-    /// index entry, known flags, `ecc_len` consistent with `ecc_algo`. Returns the body's offset,
-    /// its length (`comp_len + ecc_len`) and `comp_len`, both checked to fit in `usize`.
-    fn check_layout(&self, e: &ChunkEntry) -> Result<(u64, usize, usize)> {
+    /// The first rules of a chunk read, which need none of its bytes: the size limits (§9.2) and
+    /// the offset past the global header.
+    pub(crate) fn check_limits(&self, e: &ChunkEntry) -> Result<()> {
         let name = || e.name.clone();
         let max = self.opts.max_chunk_size;
         for (field, value) in [
@@ -399,8 +398,17 @@ impl<S: Source> FoldReader<S> {
                 offset: e.offset,
             });
         }
+        Ok(())
+    }
+
+    /// The checks that precede reading a chunk's body: limits, bounds, chunk header equal to the
+    /// index entry, known flags, `ecc_len` consistent with `ecc_algo`. Returns the body's offset,
+    /// its length (`comp_len + ecc_len`) and `comp_len`, both checked to fit in `usize`.
+    fn check_layout<T: Source>(&self, src: &T, e: &ChunkEntry) -> Result<(u64, usize, usize)> {
+        let name = || e.name.clone();
+        self.check_limits(e)?;
         let hdr_raw = read_range(
-            &self.src,
+            src,
             self.file_len,
             Region::ChunkHeader,
             Some(&e.name),
@@ -488,14 +496,15 @@ impl<S: Source> FoldReader<S> {
     /// `comp || ecc` is copied into `buf` only when `copy` is set; other sources are always read
     /// into `buf` (grown to the body length, which is bounded by the bytes present). Returns the
     /// body length, `comp_len`, CRC32C, SHA-256, and whether `buf` holds the body.
-    fn load_into(
+    fn load_into<T: Source>(
         &self,
+        src: &T,
         e: &ChunkEntry,
         buf: &mut Vec<u8>,
         pipelined: bool,
         copy: bool,
     ) -> Result<(usize, usize, u32, [u8; 32], bool)> {
-        let (body_off, n, comp_len) = self.check_layout(e)?;
+        let (body_off, n, comp_len) = self.check_layout(src, e)?;
         let truncated = || Error::Truncated {
             region: Region::ChunkBody,
             chunk: Some(e.name.clone()),
@@ -503,7 +512,7 @@ impl<S: Source> FoldReader<S> {
             len: n as u64,
             file_len: self.file_len,
         };
-        if let Some(body) = self.body_slice(body_off, n) {
+        if let Some(body) = Self::body_slice(src, body_off, n) {
             if !copy {
                 // With `pipelined`, CRC32C runs on a second thread ahead of SHA-256, taking the
                 // page faults of a fresh mapping out of the hashing thread's way.
@@ -521,8 +530,8 @@ impl<S: Source> FoldReader<S> {
             // fills them) costs less than half of `resize`, which writes every zero first.
             *buf = vec![0_u8; n];
         }
-        let (crc, sha) = read_digest(&self.src, body_off, &mut buf[..n], comp_len, pipelined)
-            .map_err(|err| {
+        let (crc, sha) =
+            read_digest(src, body_off, &mut buf[..n], comp_len, pipelined).map_err(|err| {
                 if err.kind() == std::io::ErrorKind::UnexpectedEof {
                     truncated()
                 } else {
@@ -534,15 +543,15 @@ impl<S: Source> FoldReader<S> {
 
     /// `len` bytes at `offset` of a source held in memory (the range was bounds-checked against
     /// the file length, which is the slice's length).
-    fn body_slice(&self, offset: u64, len: usize) -> Option<&[u8]> {
+    fn body_slice<T: Source>(src: &T, offset: u64, len: usize) -> Option<&[u8]> {
         let start = usize::try_from(offset).ok()?;
-        self.src.as_slice()?.get(start..start.checked_add(len)?)
+        src.as_slice()?.get(start..start.checked_add(len)?)
     }
 
     /// The body of a chunk whose limits and bounds `load_into` has checked.
-    fn body_of(&self, e: &ChunkEntry) -> Option<&[u8]> {
+    fn body_of<'a, T: Source>(src: &'a T, e: &ChunkEntry) -> Option<&'a [u8]> {
         let len = usize::try_from(e.comp_len.saturating_add(e.ecc_len)).ok()?;
-        self.body_slice(e.offset.checked_add(u64::from(CHUNK_HEADER_LEN))?, len)
+        Self::body_slice(src, e.offset.checked_add(u64::from(CHUNK_HEADER_LEN))?, len)
     }
 
     /// Reads a chunk's stored payload, applies ECC when needed and checks integrity (002 §7.6-7.9,
@@ -552,13 +561,13 @@ impl<S: Source> FoldReader<S> {
     /// The first failed rule for this chunk.
     pub fn read_stored(&self, name: &str) -> Result<StoredChunk> {
         let (i, _) = self.entry(name)?;
-        self.stored(i)
+        self.stored(&self.src, i)
     }
 
     /// [`Self::read_stored`] of the chunk at position `i` of the index.
-    fn stored(&self, i: usize) -> Result<StoredChunk> {
+    fn stored<T: Source>(&self, src: &T, i: usize) -> Result<StoredChunk> {
         let mut body = Vec::new();
-        let (_, comp_len, corrected, _) = self.stored_into(i, &mut body, true, true)?;
+        let (_, comp_len, corrected, _) = self.stored_into(src, i, &mut body, true, true)?;
         body.truncate(comp_len);
         Ok(StoredChunk {
             comp: body,
@@ -569,8 +578,9 @@ impl<S: Source> FoldReader<S> {
     /// [`Self::load_into`], then ECC and the integrity rules. Returns body length, `comp_len`, the
     /// bytes corrected and whether `buf` holds the body; the verified payload is `buf[..comp_len]`
     /// if so, else the first `comp_len` bytes of [`Self::body_of`].
-    fn stored_into(
+    fn stored_into<T: Source>(
         &self,
+        src: &T,
         i: usize,
         buf: &mut Vec<u8>,
         pipelined: bool,
@@ -578,12 +588,12 @@ impl<S: Source> FoldReader<S> {
     ) -> Result<(usize, usize, usize, bool)> {
         let e = &self.index.chunks[i];
         let (n, comp_len, mut crc, mut sha, mut filled) =
-            self.load_into(e, buf, pipelined, copy)?;
+            self.load_into(src, e, buf, pipelined, copy)?;
         let mut corrected = 0;
         if crc != e.crc32c && e.ecc != Ecc::None {
             if !filled {
                 // Correction works on a copy; the mapping is never written.
-                let body = self.body_of(e).unwrap_or_default();
+                let body = Self::body_of(src, e).unwrap_or_default();
                 buf.clear();
                 buf.extend_from_slice(body);
                 filled = true;
@@ -668,20 +678,25 @@ impl<S: Source> FoldReader<S> {
     /// # Errors
     /// The first failed rule for this chunk.
     pub fn read_chunk(&self, name: &str) -> Result<Vec<u8>> {
+        self.read_chunk_in(&self.src, name)
+    }
+
+    /// [`FoldReader::read_chunk`] with the chunk's bytes read from `src`.
+    pub(crate) fn read_chunk_in<T: Source>(&self, src: &T, name: &str) -> Result<Vec<u8>> {
         let (i, e) = self.entry(name)?;
         if Compression::from_flag(e.flags) == Some(Compression::Zstd) {
             // Decompress straight from a mapping when the bytes needed no correction.
             let mut buf = Vec::new();
-            let (_, comp_len, _, filled) = self.stored_into(i, &mut buf, true, false)?;
+            let (_, comp_len, _, filled) = self.stored_into(src, i, &mut buf, true, false)?;
             let comp = if filled {
                 &buf[..comp_len]
             } else {
-                &self.body_of(e).unwrap_or_default()[..comp_len]
+                &Self::body_of(src, e).unwrap_or_default()[..comp_len]
             };
             return compress::zstd_decompress(comp, e.uncomp_len)
                 .map_err(|err| Self::decompress_error(e, err));
         }
-        let stored = self.stored(i)?;
+        let stored = self.stored(src, i)?;
         self.decode(e, stored.comp)
     }
 
@@ -698,12 +713,12 @@ impl<S: Source> FoldReader<S> {
             && self.src.as_slice().is_some()
         {
             let mut buf = Vec::new();
-            let (_, comp_len, _, filled) = self.stored_into(i, &mut buf, true, false)?;
+            let (_, comp_len, _, filled) = self.stored_into(&self.src, i, &mut buf, true, false)?;
             if filled {
                 buf.truncate(comp_len);
                 return self.decode(e, buf).map(std::borrow::Cow::Owned);
             }
-            let comp = &self.body_of(e).unwrap_or_default()[..comp_len];
+            let comp = &Self::body_of(&self.src, e).unwrap_or_default()[..comp_len];
             Self::check_decoded_len(e, comp)?;
             return Ok(std::borrow::Cow::Borrowed(comp));
         }
@@ -730,8 +745,8 @@ impl<S: Source> FoldReader<S> {
         if Compression::from_flag(e.flags) != Some(Compression::None) {
             return Ok(None);
         }
-        let (body_off, n, comp_len) = self.check_layout(e)?;
-        let Some(body) = self.body_slice(body_off, n) else {
+        let (body_off, n, comp_len) = self.check_layout(&self.src, e)?;
+        let Some(body) = Self::body_slice(&self.src, body_off, n) else {
             return Ok(None);
         };
         let payload = &body[..comp_len];

@@ -1,11 +1,14 @@
-//! The synchronous facade: a [`RemoteDataset`] driven by a private current-thread runtime, for
-//! callers without one of their own (the command-line tools).
+//! The synchronous facades: a [`RemoteDataset`] or a [`RemoteModel`] driven by a private
+//! current-thread runtime, for callers without one of their own (the command-line tools).
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
-use crate::dataset::{ReadOptions, RemoteDataset};
+use crate::dataset::RemoteDataset;
+use crate::fold::RemoteFold;
 use crate::location::Location;
+use crate::model::RemoteModel;
+use crate::ranged::{ReadOptions, RemoteEnvelope};
 use crate::{Error, Result};
 
 /// A [`RemoteDataset`] with blocking calls.
@@ -33,10 +36,7 @@ impl BlockingDataset {
         load: &ald::LoadOptions<'_>,
         options: ReadOptions,
     ) -> Result<Self> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(Error::Runtime)?;
+        let runtime = runtime()?;
         let dataset = runtime.block_on(RemoteDataset::open_location(location, load, options))?;
         Ok(Self { runtime, dataset })
     }
@@ -75,5 +75,215 @@ impl BlockingDataset {
     /// As [`RemoteDataset::rows`].
     pub fn rows(&self, start: u64, count: u64) -> Result<RecordBatch> {
         self.runtime.block_on(self.dataset.rows(start, count))
+    }
+}
+
+/// The private runtime of a blocking facade.
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)
+}
+
+/// A [`RemoteModel`] with blocking calls.
+#[derive(Debug)]
+pub struct BlockingModel {
+    runtime: tokio::runtime::Runtime,
+    model: RemoteModel,
+}
+
+impl BlockingModel {
+    /// As [`RemoteModel::open`], blocking.
+    ///
+    /// # Errors
+    /// `Runtime` if the runtime cannot start; as [`RemoteModel::open`].
+    pub fn open(location: &str, load: &apr::LoadOptions<'_>, options: ReadOptions) -> Result<Self> {
+        Self::open_location(Location::parse(location)?, load, options)
+    }
+
+    /// As [`RemoteModel::open_location`], blocking.
+    ///
+    /// # Errors
+    /// As [`BlockingModel::open`].
+    pub fn open_location(
+        location: Location,
+        load: &apr::LoadOptions<'_>,
+        options: ReadOptions,
+    ) -> Result<Self> {
+        let runtime = runtime()?;
+        let model = runtime.block_on(RemoteModel::open_location(location, load, options))?;
+        Ok(Self { runtime, model })
+    }
+
+    /// As [`RemoteModel::with_key`].
+    ///
+    /// # Errors
+    /// As [`RemoteModel::with_key`].
+    #[cfg(feature = "format-encryption")]
+    pub fn with_key(self, key: envelope_crypto::DecryptionKey<'_>) -> Result<Self> {
+        Ok(Self {
+            runtime: self.runtime,
+            model: self.model.with_key(key)?,
+        })
+    }
+
+    /// The model (header, metadata, summary, the object's requests).
+    #[must_use]
+    pub fn model(&self) -> &RemoteModel {
+        &self.model
+    }
+
+    /// As [`RemoteModel::tensor_at`], blocking.
+    ///
+    /// # Errors
+    /// As [`RemoteModel::tensor_at`].
+    pub fn tensor_at(&self, position: usize) -> Result<apr::Tensor> {
+        self.runtime.block_on(self.model.tensor_at(position))
+    }
+
+    /// As [`RemoteModel::tensor`], blocking.
+    ///
+    /// # Errors
+    /// As [`RemoteModel::tensor`].
+    pub fn tensor(&self, name: &str) -> Result<apr::Tensor> {
+        self.runtime.block_on(self.model.tensor(name))
+    }
+
+    /// As [`RemoteModel::tensors`], blocking.
+    ///
+    /// # Errors
+    /// As [`RemoteModel::tensors`].
+    pub fn tensors(&self, positions: std::ops::Range<usize>) -> Result<Vec<apr::Tensor>> {
+        self.runtime.block_on(self.model.tensors(positions))
+    }
+}
+
+/// A [`RemoteEnvelope`] with blocking calls, which becomes a [`BlockingModel`] or a
+/// [`BlockingDataset`] on the same runtime and object.
+#[derive(Debug)]
+pub struct BlockingEnvelope {
+    runtime: tokio::runtime::Runtime,
+    envelope: RemoteEnvelope,
+}
+
+impl BlockingEnvelope {
+    /// As [`RemoteEnvelope::open`], blocking.
+    ///
+    /// # Errors
+    /// `Runtime` if the runtime cannot start; as [`RemoteEnvelope::open`].
+    pub fn open(
+        location: &str,
+        format: envelope_core::Format,
+        options: ReadOptions,
+    ) -> Result<Self> {
+        let location = Location::parse(location)?;
+        let runtime = runtime()?;
+        let envelope =
+            runtime.block_on(RemoteEnvelope::open_location(location, format, options))?;
+        Ok(Self { runtime, envelope })
+    }
+
+    /// The opened envelope (the object, the verified head and tail).
+    #[must_use]
+    pub fn remote(&self) -> &RemoteEnvelope {
+        &self.envelope
+    }
+
+    /// As [`RemoteEnvelope::fetch_whole`], blocking.
+    ///
+    /// # Errors
+    /// As [`RemoteEnvelope::fetch_whole`].
+    pub fn fetch_whole(&self) -> Result<bytes::Bytes> {
+        self.runtime.block_on(self.envelope.fetch_whole())
+    }
+
+    /// As [`RemoteModel::from_envelope`], blocking.
+    ///
+    /// # Errors
+    /// As [`RemoteModel::from_envelope`].
+    pub fn into_model(
+        self,
+        load: &apr::LoadOptions<'_>,
+        options: ReadOptions,
+    ) -> Result<BlockingModel> {
+        let model =
+            self.runtime
+                .block_on(RemoteModel::from_envelope(self.envelope, load, options))?;
+        Ok(BlockingModel {
+            runtime: self.runtime,
+            model,
+        })
+    }
+
+    /// As [`RemoteDataset::from_envelope`], blocking.
+    ///
+    /// # Errors
+    /// As [`RemoteDataset::from_envelope`].
+    pub fn into_dataset(
+        self,
+        load: &ald::LoadOptions<'_>,
+        options: ReadOptions,
+    ) -> Result<BlockingDataset> {
+        let dataset =
+            self.runtime
+                .block_on(RemoteDataset::from_envelope(self.envelope, load, options))?;
+        Ok(BlockingDataset {
+            runtime: self.runtime,
+            dataset,
+        })
+    }
+}
+
+/// A [`RemoteFold`] with blocking calls.
+#[derive(Debug)]
+pub struct BlockingFold {
+    runtime: tokio::runtime::Runtime,
+    fold: RemoteFold,
+}
+
+impl BlockingFold {
+    /// As [`RemoteFold::open`], blocking.
+    ///
+    /// # Errors
+    /// `Runtime` if the runtime cannot start; as [`RemoteFold::open`].
+    pub fn open(location: &str, limits: fold::ReadOptions, options: ReadOptions) -> Result<Self> {
+        Self::open_location(Location::parse(location)?, limits, options)
+    }
+
+    /// As [`RemoteFold::open_location`], blocking.
+    ///
+    /// # Errors
+    /// As [`BlockingFold::open`].
+    pub fn open_location(
+        location: Location,
+        limits: fold::ReadOptions,
+        options: ReadOptions,
+    ) -> Result<Self> {
+        let runtime = runtime()?;
+        let fold = runtime.block_on(RemoteFold::open_location(location, limits, options))?;
+        Ok(Self { runtime, fold })
+    }
+
+    /// The container (index, header, the object's requests).
+    #[must_use]
+    pub fn fold(&self) -> &RemoteFold {
+        &self.fold
+    }
+
+    /// As [`RemoteFold::chunk`], blocking.
+    ///
+    /// # Errors
+    /// As [`RemoteFold::chunk`].
+    pub fn chunk(&self, name: &str) -> Result<Vec<u8>> {
+        self.runtime.block_on(self.fold.chunk(name))
+    }
+
+    /// As [`RemoteFold::chunks`], blocking.
+    ///
+    /// # Errors
+    /// As [`RemoteFold::chunks`].
+    pub fn chunks(&self, names: &[&str]) -> Result<Vec<Vec<u8>>> {
+        self.runtime.block_on(self.fold.chunks(names))
     }
 }

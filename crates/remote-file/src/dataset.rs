@@ -2,54 +2,16 @@
 //! (`ald::RangedOpening`), chunks fetched by range and decoded as they arrive.
 
 use std::ops::Range;
-use std::sync::Arc;
 
 use ald::{LoadOptions, RangedDataset, RangedOpening, StreamingDataset};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use bytes::Bytes;
-use envelope_core::{Flags, Format, Opening, RangedEnvelope};
-use futures::StreamExt as _;
-use futures::TryStreamExt as _;
-use tokio::sync::Semaphore;
+use envelope_core::{Flags, Format};
 
-use crate::fetch::{RemoteFile, Retry};
+use crate::fetch::RemoteFile;
 use crate::location::Location;
+use crate::ranged::{InFlight, ReadOptions, RemoteEnvelope};
 use crate::{Error, Result};
-
-/// How a remote file is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReadOptions {
-    /// Bytes fetched from each end of the file when it is opened (the two first requests).
-    pub first_read: u64,
-    /// The most bytes of chunks requested and not yet decoded at any time (a chunk larger than
-    /// this is fetched alone).
-    pub max_in_flight: u64,
-    /// The most chunk requests in flight at once.
-    pub max_requests: usize,
-    /// The most bytes before the payload (header to encryption block) and after it the open
-    /// fetches: a bound on what a file can make the reader hold before any check has passed.
-    pub max_head: u64,
-    /// Retries of failed ranges.
-    pub retry: Retry,
-}
-
-impl Default for ReadOptions {
-    /// 64 KiB from each end, 64 MiB and 8 requests in flight, 256 MiB of sections, 5 tries.
-    fn default() -> Self {
-        Self {
-            first_read: 64 * 1024,
-            max_in_flight: 64 * 1024 * 1024,
-            max_requests: 8,
-            max_head: 256 * 1024 * 1024,
-            retry: Retry::default(),
-        }
-    }
-}
-
-/// The rounds of extra requests an open may make after the first two (each reads further into
-/// the file; the walk needs at most one per frame before the payload and one for the tail).
-const MAX_OPEN_ROUNDS: usize = 8;
 
 enum Inner {
     /// A STREAMING file: head and tail held, chunks fetched on demand.
@@ -64,7 +26,7 @@ pub struct RemoteDataset {
     file: RemoteFile,
     inner: Inner,
     options: ReadOptions,
-    in_flight: Arc<Semaphore>,
+    in_flight: InFlight,
 }
 
 impl std::fmt::Debug for RemoteDataset {
@@ -104,58 +66,21 @@ impl RemoteDataset {
         load: &LoadOptions<'_>,
         options: ReadOptions,
     ) -> Result<Self> {
-        let first = options.first_read.max(1);
-        let (file, head, tail) = RemoteFile::open(location, first, first, options.retry).await?;
+        let opened = RemoteEnvelope::open_location(location, Format::Dataset, options).await?;
+        Self::from_envelope(opened, load, options).await
+    }
+
+    /// As [`RemoteDataset::open`], for an envelope already opened as a dataset.
+    ///
+    /// # Errors
+    /// As [`RemoteDataset::open`].
+    pub async fn from_envelope(
+        opened: RemoteEnvelope,
+        load: &LoadOptions<'_>,
+        options: ReadOptions,
+    ) -> Result<Self> {
+        let (file, envelope) = opened.into_parts();
         let size = file.size();
-        let mut head = head.to_vec();
-        let mut tail = tail.to_vec();
-        let mut rounds = 0;
-        let envelope = loop {
-            match RangedEnvelope::open(head, tail, size, Format::Dataset)? {
-                Opening::Ready(envelope) => break Some(*envelope),
-                Opening::NeedWholeFile { .. } => break None,
-                Opening::NeedBytes {
-                    head: h,
-                    tail: t,
-                    missing,
-                } => {
-                    rounds += 1;
-                    let held = h.len() as u64 + t.len() as u64;
-                    let needed = held + (missing.end - missing.start);
-                    if needed > options.max_head || rounds > MAX_OPEN_ROUNDS {
-                        return Err(Error::HeadTooLarge {
-                            location: file.location().as_str().to_owned(),
-                            needed,
-                            max: options.max_head,
-                        });
-                    }
-                    // Read ahead a little: the next frame's length prefix usually follows.
-                    let start = missing.start;
-                    let extends_head = start == h.len() as u64;
-                    let range = if extends_head {
-                        start
-                            ..(missing.end + first)
-                                .min(size - t.len() as u64)
-                                .max(missing.end)
-                    } else {
-                        missing
-                            .start
-                            .saturating_sub(first)
-                            .max(h.len() as u64)
-                            .min(start)..missing.end
-                    };
-                    let bytes = file.range(range.clone(), |_| Ok(())).await?;
-                    (head, tail) = (h, t);
-                    if extends_head {
-                        head.extend_from_slice(&bytes);
-                    } else {
-                        let mut grown = bytes.to_vec();
-                        grown.extend_from_slice(&tail);
-                        tail = grown;
-                    }
-                }
-            }
-        };
         let streaming = envelope
             .as_ref()
             .is_some_and(|envelope| !envelope.header().flags().contains(Flags::TRUENO_NATIVE));
@@ -178,13 +103,11 @@ impl RemoteDataset {
                 )?))
             }
         };
-        let permits = usize::try_from(options.max_in_flight.clamp(1, u64::from(u32::MAX)))
-            .unwrap_or(u32::MAX as usize);
         Ok(Self {
             file,
             inner,
             options,
-            in_flight: Arc::new(Semaphore::new(permits)),
+            in_flight: InFlight::new(options.max_in_flight),
         })
     }
 
@@ -318,26 +241,15 @@ impl RemoteDataset {
                     .collect();
             }
         };
-        let budget = self.options.max_in_flight.clamp(1, u64::from(u32::MAX));
-        futures::stream::iter(chunks)
-            .map(|chunk| async move {
-                let range = dataset.chunk_range(chunk)?;
-                let cost =
-                    u32::try_from((range.end - range.start).clamp(1, budget)).unwrap_or(u32::MAX);
-                // Held until the chunk is decoded: the bytes fetched and not yet turned into
-                // a batch never exceed the budget (one oversized chunk runs alone).
-                let _permit =
-                    self.in_flight.acquire_many(cost).await.map_err(|_| {
-                        Error::Runtime(std::io::Error::other("the semaphore closed"))
-                    })?;
-                let stored: Bytes = self
-                    .file
-                    .range(range, |bytes| Ok(dataset.check_chunk(chunk, bytes)?))
-                    .await?;
-                Ok::<_, Error>(dataset.decode_chunk(chunk, &stored)?)
-            })
-            .buffered(self.options.max_requests.max(1))
-            .try_collect()
+        self.in_flight
+            .fetch_chunks(
+                &self.file,
+                self.options.max_requests,
+                chunks,
+                |chunk| Ok(dataset.chunk_range(chunk)?),
+                |chunk, bytes| Ok(dataset.check_chunk(chunk, bytes)?),
+                |chunk, stored| Ok(dataset.decode_chunk(chunk, &stored)?),
+            )
             .await
     }
 

@@ -89,6 +89,13 @@ pub enum Error {
     /// The file itself was refused (integrity, signature, license, schema, decryption).
     #[error(transparent)]
     Dataset(#[from] ald::Error),
+    /// The `.fold` file itself was refused (a rule of docs/fold.md §3, named by the error).
+    #[error("{}: {_0}", fold_signal(_0))]
+    Fold(#[from] fold::Error),
+    /// The model file itself was refused (integrity, signature, license, model type, metadata,
+    /// decryption, a tensor's data).
+    #[error(transparent)]
+    Model(#[from] apr::Error),
 }
 
 impl From<envelope_core::Error> for Error {
@@ -112,6 +119,8 @@ impl Error {
             Self::ObjectChanged { .. } => Signal::ChecksumMismatch,
             Self::HeadTooLarge { .. } => Signal::InvalidFormat,
             Self::Dataset(error) => error.signal(),
+            Self::Model(error) => error.signal(),
+            Self::Fold(error) => fold_signal(error),
         }
     }
 
@@ -121,12 +130,37 @@ impl Error {
         match self {
             Self::ShortBody { .. } => true,
             Self::Dataset(error) => error.signal() == Signal::ChecksumMismatch,
+            Self::Model(error) => error.signal() == Signal::ChecksumMismatch,
+            // Bytes that do not match their chunk's checksums (the index's own hashes are not
+            // fetched again, so their mismatch is final).
+            Self::Fold(error) => matches!(
+                error,
+                fold::Error::CrcMismatch { .. }
+                    | fold::Error::Sha256Mismatch { .. }
+                    | fold::Error::EccUncorrectable { .. }
+            ),
             Self::Store { source, .. } => matches!(
                 source,
                 object_store::Error::Generic { .. } | object_store::Error::JoinError { .. }
             ),
             _ => false,
         }
+    }
+}
+
+/// The Andon signal of a `.fold` refusal (`fold::Error` names the rule, not the signal): a
+/// checksum or hash that does not hold is `ChecksumMismatch`, an I/O failure `Io`, a chunk the
+/// index does not list `Usage`, any other broken rule `InvalidFormat`.
+fn fold_signal(error: &fold::Error) -> Signal {
+    match error {
+        fold::Error::CrcMismatch { .. }
+        | fold::Error::Sha256Mismatch { .. }
+        | fold::Error::ChunkHashesMismatch { .. }
+        | fold::Error::ManifestHashMismatch { .. }
+        | fold::Error::EccUncorrectable { .. } => Signal::ChecksumMismatch,
+        fold::Error::Io(_) => Signal::Io,
+        fold::Error::ChunkNotFound { .. } => Signal::Usage,
+        _ => Signal::InvalidFormat,
     }
 }
 

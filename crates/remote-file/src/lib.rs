@@ -1,18 +1,21 @@
-//! Reading `.ald` datasets over object storage (S3, Google Cloud Storage, Azure Blob, HTTP, local
-//! files) through `object_store`, with range requests: the first and last bytes of a file to open
-//! it, then one request per chunk read (docs/remote.md).
+//! Reading `.ald` datasets, `.apr` models and `.fold` containers over object storage (S3, Google Cloud Storage, Azure
+//! Blob, HTTP, local files) through `object_store`, with range requests: the first and last bytes
+//! of a file to open it, then one request per chunk (a dataset's row group, a model's tensor)
+//! read (docs/remote.md).
 //!
 //! Key decision: this crate does I/O and nothing else. What a file means and whether its bytes
 //! are right is decided below it, by the same code a local read runs: `envelope_core`'s
 //! `RangedEnvelope` walks the head and tail exactly as `Envelope::parse_lazy` walks a memory map,
-//! and `ald`'s `RangedDataset` checks signature, license and schema in the local loader's order
-//! and each chunk's CRC-32C (or AES-GCM tag) before decoding it. A range that comes back changed is
+//! and `ald`'s `RangedDataset` (`apr`'s `RangedModel`) checks signature, license and schema (model
+//! type, metadata, tensor directory) in the local loader's order and each chunk's CRC-32C (or
+//! AES-GCM tag) before decoding it. A range that comes back changed is
 //! refused and requested again, never used; an object that changes between requests (another
 //! ETag, a failed `If-Match`) stops the read with [`Error::ObjectChanged`].
 //!
 //! Native only, and the one library crate of the workspace with an async runtime (tokio, which
 //! `object_store` needs) and a TLS stack (rustls through reqwest): no format crate depends on it
-//! (deny.toml, `cargo xtask wasm-gate`). [`BlockingDataset`] drives it from synchronous code.
+//! (deny.toml, `cargo xtask wasm-gate`). [`BlockingDataset`] and [`BlockingModel`] drive it from
+//! synchronous code.
 //!
 //! ```no_run
 //! use remote_file::{BlockingDataset, ReadOptions};
@@ -32,12 +35,18 @@ mod blocking;
 mod dataset;
 mod error;
 mod fetch;
+mod fold;
 mod listing;
 mod location;
+mod model;
+mod ranged;
 
-pub use blocking::BlockingDataset;
-pub use dataset::{ReadOptions, RemoteDataset};
+pub use blocking::{BlockingDataset, BlockingEnvelope, BlockingFold, BlockingModel};
+pub use dataset::RemoteDataset;
 pub use error::{Error, Result};
 pub use fetch::{RemoteFile, Retry};
+pub use fold::RemoteFold;
 pub use listing::{Listed, for_each_object};
 pub use location::Location;
+pub use model::RemoteModel;
+pub use ranged::{ReadOptions, RemoteEnvelope};

@@ -17,17 +17,21 @@ use super::{Kind, check_against_local, samples, with_load};
 const BUCKET: &str = "datasets";
 
 /// The shared moto server with this file's bucket in it.
-struct Moto(test_support::MotoServer);
+pub(crate) struct Moto(test_support::MotoServer);
 
 impl Moto {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let moto = Self(test_support::MotoServer::start());
         moto.create_bucket();
         moto
     }
 
-    fn endpoint(&self) -> String {
+    pub(crate) fn endpoint(&self) -> String {
         self.0.endpoint()
+    }
+
+    pub(crate) fn port(&self) -> u16 {
+        self.0.port()
     }
 
     /// `PUT /bucket` (moto does not check signatures).
@@ -54,7 +58,7 @@ impl Moto {
     }
 
     /// Uploads `bytes` as `key`, straight to the server.
-    fn put(&self, key: &str, bytes: &[u8]) {
+    pub(crate) fn put(&self, key: &str, bytes: &[u8]) {
         let store = AmazonS3Builder::new()
             .with_bucket_name(BUCKET)
             .with_endpoint(self.endpoint())
@@ -75,7 +79,7 @@ impl Moto {
 }
 
 /// `s3://datasets/key` through `endpoint` (the server, or the proxy in front of it).
-fn location(endpoint: &str, key: &str) -> Location {
+pub(crate) fn location(endpoint: &str, key: &str) -> Location {
     Location::parse_with(
         &format!("s3://{BUCKET}/{key}"),
         [

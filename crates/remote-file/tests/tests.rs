@@ -9,6 +9,8 @@
     reason = "test tables are small; sizes and offsets fit every type involved"
 )]
 
+mod folds;
+mod models;
 mod proxy;
 mod s3;
 

@@ -37,7 +37,9 @@ enum Command {
     /// UnsupportedVersion, ...), if the file fails a check. With --trusted-keys it also requires a
     /// valid signature; with a key or password it also decrypts and authenticates the payload.
     Info {
-        /// The .ald file.
+        /// The .ald file, or an s3://, gs://, az://, http(s):// URL of one (docs/remote.md;
+        /// credentials and endpoint from the environment): the same report from the object's
+        /// head and tail, fetched whole for --verify, --trusted-keys or a key.
         file: PathBuf,
         /// Check every byte: the whole-file CRC32 and every aligned array's CRC-32C.
         #[arg(long)]

@@ -35,7 +35,9 @@ enum Command {
     /// Andon signal on failure. With --trusted-keys it also requires a valid signature; with a key
     /// or password it also decrypts and authenticates the payload.
     Inspect {
-        /// The .apr file.
+        /// The .apr file, or an s3://, gs://, az://, http(s):// URL of one (docs/remote.md;
+        /// credentials and endpoint from the environment): the same report from the object's
+        /// head and tail, fetched whole for --verify, --trusted-keys or a key.
         file: PathBuf,
         /// Also show how the model was quantized: type, block size, bits per weight, original
         /// dtype, and per tensor its type, error, and why it was kept if it was.

@@ -532,6 +532,37 @@ pub fn dataset_info(path: &Path) -> anyhow::Result<DatasetInfo> {
 /// # Errors
 /// The first failed envelope or deep check, naming its signal and the file.
 pub fn info(path: &Path, verify: bool, keys: &KeyOptions) -> anyhow::Result<()> {
+    if let Some(url) = remote_url(path) {
+        // An object in a store (docs/remote.md): the same report and dataset part from its head
+        // and tail (or from its bytes, when it is read whole).
+        let read = |part: crate::inspect::RemotePart<'_>| {
+            let read = match part {
+                crate::inspect::RemotePart::Whole(bytes) => {
+                    envelope_core::Envelope::parse_lazy(bytes, envelope_core::Format::Dataset)
+                        .map_err(ald::Error::from)
+                        .and_then(|envelope| {
+                            DatasetInfo::of(&envelope.with_limits(crate::limits()))
+                        })
+                }
+                crate::inspect::RemotePart::Ranged(envelope) => {
+                    DatasetInfo::of_ranged(&envelope.clone().with_limits(crate::limits()))
+                }
+            };
+            Ok(crate::inspect::FormatPart {
+                name: "dataset",
+                kind: "an .ald dataset",
+                read: read.map_err(|error| format!("{:#}", anyhow::Error::from(error))),
+            })
+        };
+        return crate::inspect::report_remote_with(
+            Tool::ALIMENTAR,
+            url,
+            verify,
+            keys,
+            read,
+            print_info,
+        );
+    }
     let read = || {
         Ok(crate::inspect::FormatPart {
             name: "dataset",

@@ -767,6 +767,40 @@ pub fn inspect(
         })
     };
     let print = |summary: &apr::ModelSummary| print_summary(summary, quantization);
+    if let Some(url) = path
+        .to_str()
+        .filter(|text| remote_file::Location::is_remote(text))
+    {
+        // An object in a store (docs/remote.md): the same report from its head and tail, the
+        // model part from the same metadata checks as `apr::fs::open_with`.
+        let read = |part: crate::inspect::RemotePart<'_>| {
+            let opened = match part {
+                crate::inspect::RemotePart::Whole(bytes) => {
+                    envelope_core::Envelope::parse_lazy(bytes, envelope_core::Format::Model)
+                        .map_err(apr::Error::from)
+                        .and_then(|envelope| {
+                            apr::AprFile::from_envelope(envelope.with_limits(crate::limits()))
+                        })
+                        .map(|file| apr::summarize(&file))
+                }
+                crate::inspect::RemotePart::Ranged(envelope) => {
+                    apr::RangedModel::from_envelope(envelope.clone().with_limits(crate::limits()))
+                        .map(|model| model.summary())
+                }
+            };
+            let read = match opened {
+                Ok(summary) => Ok(summary),
+                Err(error) if quantization => return Err(error.into()),
+                Err(error) => Err(error.to_string()),
+            };
+            Ok(crate::inspect::FormatPart {
+                name: "model",
+                kind: "an .apr model",
+                read,
+            })
+        };
+        return crate::inspect::report_remote_with(Tool::APR, url, verify, keys, read, print);
+    }
     crate::inspect::report_with(Tool::APR, path, verify, keys, read, print)
 }
 

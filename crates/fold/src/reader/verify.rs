@@ -44,7 +44,7 @@ impl<S: Source> FoldReader<S> {
             return Ok(Vec::new());
         }
         let mut buf = Vec::new();
-        let (n, comp_len, _, _, _) = self.load_into(e, &mut buf, false, true)?;
+        let (n, comp_len, _, _, _) = self.load_into(&self.src, e, &mut buf, false, true)?;
         let (comp, ecc) = buf[..n].split_at(comp_len);
         Ok(e.ecc.damaged_codewords(comp, ecc))
     }
@@ -59,12 +59,13 @@ impl<S: Source> FoldReader<S> {
     }
 
     fn verify_entry(&self, i: usize, buf: &mut Vec<u8>, pipelined: bool) -> Result<usize> {
-        let (_, comp_len, corrected, filled) = self.stored_into(i, buf, pipelined, false)?;
+        let (_, comp_len, corrected, filled) =
+            self.stored_into(&self.src, i, buf, pipelined, false)?;
         let e = &self.index.chunks[i];
         let comp = if filled {
             &buf[..comp_len]
         } else {
-            &self.body_of(e).unwrap_or_default()[..comp_len]
+            &Self::body_of(&self.src, e).unwrap_or_default()[..comp_len]
         };
         Self::check_decoded_len(e, comp)?;
         Ok(corrected)
@@ -184,7 +185,7 @@ impl<S: Source> FoldReader<S> {
                     second: e.name.clone(),
                 });
             }
-            let stored = self.stored(i)?;
+            let stored = self.stored(&self.src, i)?;
             Self::check_decoded_len(e, &stored.comp)?;
             fixed += stored.corrected;
             copy(pos, e.offset, out)?;
