@@ -329,8 +329,10 @@ impl Shared {
             let mut chunks = futures::stream::iter(units[start..end].to_vec())
                 .map(|unit| {
                     let dataset = Arc::clone(&dataset);
+                    let projection = self.projection.clone();
                     async move {
-                        let batch = dataset.chunk(unit.chunk).await;
+                        // Only the projected columns are decoded (docs/ald.md §6.2).
+                        let batch = dataset.chunk_projected(unit.chunk, &projection).await;
                         (unit, batch)
                     }
                 })
@@ -352,8 +354,9 @@ impl Shared {
                 let take = batch
                     .num_rows()
                     .min(usize::try_from(remaining).unwrap_or(usize::MAX));
-                let bridged =
-                    bridge::batch(&batch, &self.projection, Arc::clone(&self.projected_schema))?;
+                // The batch holds the projected columns, in order.
+                let columns: Vec<usize> = (0..batch.num_columns()).collect();
+                let bridged = bridge::batch(&batch, &columns, Arc::clone(&self.projected_schema))?;
                 counters.columns.add(self.projection.len());
                 remaining -= take as u64;
                 let mut offset = 0;

@@ -253,6 +253,38 @@ impl RemoteDataset {
             .await
     }
 
+    /// Chunk `chunk` with only the columns of `projection` (indices into the schema, in the
+    /// order wanted): fetched and checked whole as by [`RemoteDataset::chunk`] (the CRC-32C or
+    /// AES-GCM tag covers the whole chunk), then only those columns decoded (docs/ald.md §6.2).
+    ///
+    /// # Errors
+    /// `Usage` for a projection the schema does not allow; as [`RemoteDataset::chunks`].
+    pub async fn chunk_projected(&self, chunk: usize, projection: &[usize]) -> Result<RecordBatch> {
+        let dataset = match &self.inner {
+            Inner::Ranged(dataset) => dataset,
+            Inner::Whole(dataset) => return Ok(dataset.get_chunk_projected(chunk, projection)?),
+        };
+        let mut batches = self
+            .in_flight
+            .fetch_chunks(
+                &self.file,
+                1,
+                std::iter::once(chunk),
+                |chunk| Ok(dataset.chunk_range(chunk)?),
+                |chunk, bytes| Ok(dataset.check_chunk(chunk, bytes)?),
+                |chunk, stored| Ok(dataset.decode_chunk_projected(chunk, &stored, projection)?),
+            )
+            .await?;
+        batches.pop().ok_or_else(|| {
+            Error::from(envelope_core::Error::from(
+                envelope_core::FormatError::NoSuchChunk {
+                    chunk: chunk as u64,
+                    count: self.num_chunks() as u64,
+                },
+            ))
+        })
+    }
+
     /// Rows `start..start + count`, fetching only the chunks they lie in.
     ///
     /// # Errors

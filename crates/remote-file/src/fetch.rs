@@ -124,6 +124,7 @@ impl RemoteFile {
             version,
             retry,
             requests: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
             jitter: AtomicU64::new(jitter_seed()),
         }
     }
