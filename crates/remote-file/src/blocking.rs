@@ -61,6 +61,15 @@ impl BlockingDataset {
         self.runtime.block_on(self.dataset.chunk(chunk))
     }
 
+    /// As [`RemoteDataset::chunk_projected`], blocking.
+    ///
+    /// # Errors
+    /// As [`RemoteDataset::chunk_projected`].
+    pub fn chunk_projected(&self, chunk: usize, projection: &[usize]) -> Result<RecordBatch> {
+        self.runtime
+            .block_on(self.dataset.chunk_projected(chunk, projection))
+    }
+
     /// As [`RemoteDataset::chunks`], blocking.
     ///
     /// # Errors

@@ -151,6 +151,21 @@ fn check_against_local(dataset: &BlockingDataset, sample: &Sample, load: &LoadOp
     let chunks = dataset.chunks(0..dataset.dataset().num_chunks()).unwrap();
     let remote_all = arrow_select::concat::concat_batches(dataset.schema(), &chunks).unwrap();
     assert_eq!(remote_all, all, "{}", sample.name);
+    // Projected reads: the last column and the first, in that order, and no column at all.
+    let columns = all.num_columns();
+    for (chunk, batch) in chunks.iter().enumerate() {
+        for projection in [vec![columns - 1, 0], vec![]] {
+            let projected = dataset.chunk_projected(chunk, &projection).unwrap();
+            assert_eq!(
+                projected,
+                batch.project(&projection).unwrap(),
+                "{}",
+                sample.name
+            );
+        }
+    }
+    let error = dataset.chunk_projected(0, &[columns]).unwrap_err();
+    assert_eq!(error.signal(), envelope_core::Signal::Usage, "{error}");
     assert_eq!(
         dataset.rows(130, 300).unwrap(),
         all.slice(130, 300),
