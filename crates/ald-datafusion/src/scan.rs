@@ -430,13 +430,13 @@ fn stored_bytes(entry: &envelope_core::ChunkEntry) -> usize {
 }
 
 impl AldScanExec {
-    #[allow(clippy::too_many_arguments)]
     /// Whether the scan reads objects on object storage.
     #[must_use]
     pub fn is_remote(&self) -> bool {
         self.shared.origins.iter().any(Option::is_some)
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         files: Arc<[FileInfo]>,
         origins: Arc<[Option<RemoteObject>]>,
