@@ -230,19 +230,7 @@ impl Shared {
                     reader.get_chunk_projected(unit.chunk, &self.projection)
                 }
                 .map_err(Error::file(path))?;
-                counters.chunks.add(1);
-                counters.bytes_needed.add(stored_bytes(entry));
-                counters.rows.add(batch.num_rows());
-                counters
-                    .bytes
-                    .add(usize::try_from(unit.decoded_bytes).unwrap_or(usize::MAX));
-                let take = batch
-                    .num_rows()
-                    .min(usize::try_from(remaining).unwrap_or(usize::MAX));
-                // The batch holds the projected columns, in order.
-                let columns: Vec<usize> = (0..batch.num_columns()).collect();
-                let bridged = bridge::batch(&batch, &columns, Arc::clone(&self.projected_schema))?;
-                counters.columns.add(self.projection.len());
+                let (bridged, take) = self.account(*unit, &batch, remaining, counters)?;
                 remaining -= take as u64;
                 let mut offset = 0;
                 while offset < take {
@@ -257,6 +245,32 @@ impl Shared {
             start = end;
         }
         Ok(())
+    }
+
+    /// Counts decoded unit `unit` (its `batch`, the projected columns in order) in `counters` and
+    /// hands it to DataFusion's arrow: the batch and how many of its rows the scan still takes
+    /// (at most `remaining`). One step for local and remote scans alike.
+    fn account(
+        &self,
+        unit: Unit,
+        batch: &arrow_array::RecordBatch,
+        remaining: u64,
+        counters: &Counters,
+    ) -> Result<(RecordBatch, usize), Error> {
+        let entry = &self.files[unit.file].chunks[unit.chunk];
+        counters.chunks.add(1);
+        counters.bytes_needed.add(stored_bytes(entry));
+        counters.rows.add(batch.num_rows());
+        counters
+            .bytes
+            .add(usize::try_from(unit.decoded_bytes).unwrap_or(usize::MAX));
+        let take = batch
+            .num_rows()
+            .min(usize::try_from(remaining).unwrap_or(usize::MAX));
+        let columns: Vec<usize> = (0..batch.num_columns()).collect();
+        let bridged = bridge::batch(batch, &columns, Arc::clone(&self.projected_schema))?;
+        counters.columns.add(self.projection.len());
+        Ok((bridged, take))
     }
 
     /// Object `file`, opened again (under the session's keys and policy) at most once per scan,
@@ -344,20 +358,7 @@ impl Shared {
                     break;
                 }
                 let batch = batch.map_err(Error::remote(&url))?;
-                let entry = &self.files[file].chunks[unit.chunk];
-                counters.chunks.add(1);
-                counters.bytes_needed.add(stored_bytes(entry));
-                counters.rows.add(batch.num_rows());
-                counters
-                    .bytes
-                    .add(usize::try_from(unit.decoded_bytes).unwrap_or(usize::MAX));
-                let take = batch
-                    .num_rows()
-                    .min(usize::try_from(remaining).unwrap_or(usize::MAX));
-                // The batch holds the projected columns, in order.
-                let columns: Vec<usize> = (0..batch.num_columns()).collect();
-                let bridged = bridge::batch(&batch, &columns, Arc::clone(&self.projected_schema))?;
-                counters.columns.add(self.projection.len());
+                let (bridged, take) = self.account(unit, &batch, remaining, counters)?;
                 remaining -= take as u64;
                 let mut offset = 0;
                 while offset < take {
