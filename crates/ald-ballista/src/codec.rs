@@ -26,14 +26,10 @@ use envelope_sign::SigningPublicKey;
 use crate::distributed::{AldUnitsScanExec, DistributedAldTable};
 use crate::{Error, wire};
 
-/// Why a table on object storage is not put into a distributed plan: the wire format names local
-/// files (paths every executor opens), and an object's pinned version (ETag) and store are not
-/// encoded yet.
-const REMOTE_UNSHIPPABLE: &str = "a table on object storage is read by the session that registered it; distributed scans of object storage are not in this build (register the files from a path every executor shares)";
-
 /// The logical codec: [`AldTable`]s as table providers of a logical plan (the files as
-/// registered and their schema; no key, no policy: those are session options), everything else
-/// by the codec it wraps.
+/// registered and their schema; for objects on object storage, their store URL, key and ETag; no
+/// key, no policy, no store credentials: those are each process's own), everything else by the
+/// codec it wraps.
 ///
 /// The client and the scheduler both need it (`SessionConfigExt::
 /// with_ballista_logical_extension_codec`). The scheduler rebuilds the table without opening a
@@ -109,10 +105,6 @@ impl LogicalExtensionCodec for AldLogicalCodec {
                 .map(|distributed| distributed.table().as_ref())
         });
         match table {
-            Some(table) if table.is_remote() => Err(Error::Unshippable {
-                what: REMOTE_UNSHIPPABLE.to_owned(),
-            }
-            .into()),
             Some(table) => {
                 buf.extend_from_slice(&wire::encode_table(table.files(), table.file_schema())?);
                 Ok(())
@@ -297,10 +289,6 @@ impl PhysicalExtensionCodec for AldPhysicalCodec {
             return Ok(());
         }
         match node.downcast_ref::<AldScanExec>() {
-            Some(scan) if scan.is_remote() => Err(Error::Unshippable {
-                what: REMOTE_UNSHIPPABLE.to_owned(),
-            }
-            .into()),
             Some(scan) => {
                 buf.extend_from_slice(&wire::encode_scan(&scan.parts())?);
                 Ok(())

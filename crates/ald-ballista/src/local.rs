@@ -31,6 +31,7 @@ use ballista_executor::executor::Executor;
 use ballista_executor::flight_service::BallistaFlightService;
 use ballista_executor::metrics::ExecutorMetricsCollector;
 use datafusion::execution::SessionStateBuilder;
+use datafusion::execution::object_store::ObjectStoreRegistry;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use tokio::net::TcpListener;
@@ -153,6 +154,22 @@ impl LocalCluster {
     /// `Io` ([`Error::Cluster`]) if a server cannot bind or the executors cannot reach the
     /// scheduler.
     pub async fn start(executors: usize, vcores: usize, options: AldOptions) -> Result<Self> {
+        Self::start_with_stores(executors, vcores, options, None).await
+    }
+
+    /// As [`LocalCluster::start`], the executors reading object storage through the stores of
+    /// `stores` (each executor's runtime has this registry; a store it lacks is configured from
+    /// the environment when a scan first needs it, as in any session). `None`: DataFusion's
+    /// default registry, empty.
+    ///
+    /// # Errors
+    /// As [`LocalCluster::start`].
+    pub async fn start_with_stores(
+        executors: usize,
+        vcores: usize,
+        options: AldOptions,
+        stores: Option<Arc<dyn ObjectStoreRegistry>>,
+    ) -> Result<Self> {
         // The scheduler: its sessions are Ballista's, with the `ald.*` options the clients send.
         let config_producer: ConfigProducer = Arc::new(|| session_config(AldOptions::new()));
         let scheduler = ballista_scheduler::standalone::new_standalone_scheduler_with_builder(
@@ -171,12 +188,19 @@ impl LocalCluster {
             tasks: Vec::new(),
         };
         for _ in 0..executors {
-            cluster.start_executor(vcores, options.clone()).await?;
+            cluster
+                .start_executor(vcores, options.clone(), stores.clone())
+                .await?;
         }
         Ok(cluster)
     }
 
-    async fn start_executor(&mut self, vcores: usize, options: AldOptions) -> Result<()> {
+    async fn start_executor(
+        &mut self,
+        vcores: usize,
+        options: AldOptions,
+        stores: Option<Arc<dyn ObjectStoreRegistry>>,
+    ) -> Result<()> {
         let channel = create_grpc_client_connection(
             format!("http://localhost:{}", self.scheduler.port()),
             &GrpcClientConfig::default(),
@@ -212,7 +236,11 @@ impl LocalCluster {
         // `ald.*` options are not registered here: the executor's keys and policy are in its
         // codec, which no client setting reaches.
         let config_producer: ConfigProducer = Arc::new(SessionConfig::new_with_ballista);
-        let runtime = RuntimeEnvBuilder::new()
+        let mut runtime = RuntimeEnvBuilder::new();
+        if let Some(stores) = stores {
+            runtime = runtime.with_object_store_registry(stores);
+        }
+        let runtime = runtime
             .build_arc()
             .map_err(|e| cluster_error("building an executor's runtime")(Box::new(e)))?;
         let runtime_producer: RuntimeProducer = Arc::new(move |_| Ok(Arc::clone(&runtime)));

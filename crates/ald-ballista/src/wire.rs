@@ -9,9 +9,12 @@
 //! scan:  schema, files, projection, limit, partitions, signers (a units scan: no partition)
 //! schema:     u32 length, the Arrow IPC schema message as an .ald schema section holds it
 //! files:      u32 count, each: u32 length + UTF-8 path, u64 file size, u64 rows,
-//!             u8 flags (1 STREAMING, 2 encrypted), u32 chunk count, each chunk:
-//!             u64 stored offset, u64 stored size, u64 decoded size, u64 first row, u64 rows,
-//!             u32 CRC-32C
+//!             u8 flags (1 STREAMING, 2 encrypted, 4 object), [object], u32 chunk count, each
+//!             chunk: u64 stored offset, u64 stored size, u64 decoded size, u64 first row,
+//!             u64 rows, u32 CRC-32C
+//! object:     (flag 4 only: a file on object storage, whose path is then its URL)
+//!             u32 length + UTF-8 store URL (`s3://bucket/`), u32 length + UTF-8 key,
+//!             u8 0 (no ETag) or 1 then u32 length + UTF-8 ETag
 //! projection: u32 count, each u32 column
 //! limit:      u8 0 (none) or 1 then u64
 //! partitions: u32 count, each: u32 unit count, each unit u32 file index, u32 chunk
@@ -34,7 +37,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use ald_datafusion::{AldScanParts, FileInfo};
+use ald_datafusion::{AldScanParts, FileInfo, ObjectVersion};
 use envelope_core::ChunkEntry;
 use envelope_sign::SigningPublicKey;
 
@@ -58,6 +61,7 @@ pub const MAX_NODE_BYTES: usize = 64 << 20;
 
 const STREAMING: u8 = 1;
 const ENCRYPTED: u8 = 2;
+const OBJECT: u8 = 4;
 
 /// The smallest encoding of one file (an empty path and no chunk).
 const MIN_FILE_BYTES: usize = 4 + 8 + 8 + 1 + 4;
@@ -262,7 +266,21 @@ fn put_files(out: &mut Vec<u8>, files: &[FileInfo]) -> Result<()> {
         if file.encrypted {
             flags |= ENCRYPTED;
         }
+        if file.object.is_some() {
+            flags |= OBJECT;
+        }
         out.push(flags);
+        if let Some(object) = &file.object {
+            put_bytes(out, object.store.as_bytes(), "store URL bytes")?;
+            put_bytes(out, object.key.as_bytes(), "key bytes")?;
+            match &object.e_tag {
+                None => out.push(0),
+                Some(e_tag) => {
+                    out.push(1);
+                    put_bytes(out, e_tag.as_bytes(), "ETag bytes")?;
+                }
+            }
+        }
         put_count(out, file.chunks.len(), "chunks in a file")?;
         for chunk in &file.chunks {
             for value in [
@@ -350,6 +368,13 @@ impl<'a> Reader<'a> {
         Ok(count)
     }
 
+    /// A u32 length and that many bytes of UTF-8.
+    fn text(&mut self, not_utf8: &'static str) -> Result<String> {
+        let len = self.count(1)?;
+        let text = std::str::from_utf8(self.take(len)?).map_err(|_| malformed(not_utf8))?;
+        Ok(text.to_owned())
+    }
+
     fn schema(&mut self) -> Result<arrow_schema::SchemaRef> {
         let len = self.count(1)?;
         ald::ipc::parse_schema(self.take(len)?).map_err(Error::Schema)
@@ -368,9 +393,21 @@ impl<'a> Reader<'a> {
             let file_size = self.u64()?;
             let num_rows = self.u64()?;
             let flags = self.u8()?;
-            if flags & !(STREAMING | ENCRYPTED) != 0 {
+            if flags & !(STREAMING | ENCRYPTED | OBJECT) != 0 {
                 return Err(malformed("unknown file flags"));
             }
+            let object = if flags & OBJECT == 0 {
+                None
+            } else {
+                let store = self.text("a store URL that is not UTF-8")?;
+                let key = self.text("a key that is not UTF-8")?;
+                let e_tag = match self.u8()? {
+                    0 => None,
+                    1 => Some(self.text("an ETag that is not UTF-8")?),
+                    _ => return Err(malformed("an ETag tag that is neither 0 nor 1")),
+                };
+                Some(ObjectVersion { store, key, e_tag })
+            };
             let chunk_count = self.count(CHUNK_BYTES)?;
             let mut chunks = Vec::with_capacity(chunk_count);
             for _ in 0..chunk_count {
@@ -390,6 +427,7 @@ impl<'a> Reader<'a> {
                 num_rows,
                 streaming: flags & STREAMING != 0,
                 encrypted: flags & ENCRYPTED != 0,
+                object,
             });
         }
         Ok(files)
@@ -440,6 +478,15 @@ mod tests {
             )
     }
 
+    fn object() -> impl Strategy<Value = ObjectVersion> {
+        (
+            "[a-z0-9]{1,8}://[a-z0-9.-]{0,12}/",
+            "[a-zé/._ -]{0,24}",
+            proptest::option::of("[ -~]{0,40}"),
+        )
+            .prop_map(|(store, key, e_tag)| ObjectVersion { store, key, e_tag })
+    }
+
     fn file() -> impl Strategy<Value = FileInfo> {
         (
             "[a-zé/._-]{1,24}",
@@ -448,15 +495,17 @@ mod tests {
             any::<bool>(),
             any::<bool>(),
             proptest::collection::vec(chunk(), 0..5),
+            proptest::option::of(object()),
         )
             .prop_map(
-                |(path, file_size, num_rows, streaming, encrypted, chunks)| FileInfo {
+                |(path, file_size, num_rows, streaming, encrypted, chunks, object)| FileInfo {
                     path: path.into(),
                     file_size,
                     chunks,
                     num_rows,
                     streaming,
                     encrypted,
+                    object,
                 },
             )
     }
@@ -470,6 +519,7 @@ mod tests {
                     && a.num_rows == b.num_rows
                     && a.streaming == b.streaming
                     && a.encrypted == b.encrypted
+                    && a.object == b.object
             })
     }
 
@@ -601,6 +651,7 @@ mod tests {
             num_rows: 0,
             streaming: false,
             encrypted: false,
+            object: None,
         };
         let error = encode_table(&[file], &schema()).unwrap_err();
         assert_eq!(error.signal(), envelope_core::Signal::Usage);

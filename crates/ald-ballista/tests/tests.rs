@@ -18,6 +18,8 @@ use datafusion::prelude::SessionContext;
 use envelope_core::Compression;
 use envelope_crypto::{EncryptOptions, EncryptTo, OsRng, RecipientSecretKey};
 
+mod s3;
+
 const CITIES: [&str; 5] = ["Berlin", "Lagos", "Lima", "Osaka", "Perth"];
 
 /// Rows `start..start + count`: every value a pure function of the row; fares are multiples of

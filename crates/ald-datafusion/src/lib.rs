@@ -59,7 +59,7 @@ use datafusion::prelude::SessionContext;
 pub use config::AldOptions;
 pub use error::{Error, Result, signal_of};
 pub use scan::{AldScanExec, AldScanParts};
-pub use source::{DEFAULT_EXTENSION, FileInfo, Location, RemoteUrl};
+pub use source::{DEFAULT_EXTENSION, FileInfo, Location, ObjectVersion, RemoteUrl};
 pub use table::{AldTable, AldTableFactory, AldTableOptions, AldUrlTableFactory};
 
 /// The file type `CREATE EXTERNAL TABLE ... STORED AS` names for `.ald` tables.

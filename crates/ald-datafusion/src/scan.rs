@@ -37,6 +37,7 @@ use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{Statistics, internal_err};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::TaskContext;
+use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::{
@@ -275,7 +276,13 @@ impl Shared {
 
     /// Object `file`, opened again (under the session's keys and policy) at most once per scan,
     /// and checked to be the version the table was planned from (ETag, size, schema, chunks).
-    async fn remote_dataset(&self, file: usize) -> Result<Arc<RemoteDataset>, Error> {
+    /// `runtime` is the running session's: its store reads an object whose table was rebuilt
+    /// from a plan.
+    async fn remote_dataset(
+        &self,
+        file: usize,
+        runtime: &RuntimeEnv,
+    ) -> Result<Arc<RemoteDataset>, Error> {
         let info = &self.files[file];
         let Some(object) = self.origins.get(file).and_then(Option::as_ref) else {
             return Err(Error::Location {
@@ -285,7 +292,7 @@ impl Shared {
         };
         let dataset = self.remote[file]
             .get_or_try_init(|| async {
-                let dataset = source::open_remote(object, &self.keys, true).await?;
+                let dataset = source::open_remote(object, &self.keys, true, Some(runtime)).await?;
                 info.check_unchanged_remote(object, &dataset)?;
                 if ald::check_schema(&self.file_schema, dataset.schema()).is_err() {
                     return Err(Error::Changed {
@@ -322,6 +329,7 @@ impl Shared {
     /// each checked (CRC-32C or AES-GCM) before it is decoded.
     async fn run_remote(
         &self,
+        runtime: &RuntimeEnv,
         units: &[Unit],
         batch_size: usize,
         counters: &Counters,
@@ -335,7 +343,7 @@ impl Shared {
                 .iter()
                 .position(|unit| unit.file != file)
                 .map_or(units.len(), |offset| start + offset);
-            let dataset = self.remote_dataset(file).await?;
+            let dataset = self.remote_dataset(file, runtime).await?;
             let url = self.files[file].path.display().to_string();
             let reader: &RemoteDataset = &dataset;
             // Owned units and a shared dataset per fetch: the stream stays `Send` + `'static`
@@ -617,9 +625,10 @@ impl ExecutionPlan for AldScanExec {
         if self.shared.origins.iter().any(Option::is_some) {
             // Objects: requests are awaited on the runtime; each chunk is checked and decoded as
             // it arrives (remote-file decodes on the task that fetched it).
+            let runtime = context.runtime_env();
             builder.spawn(async move {
                 shared
-                    .run_remote(&units, batch_size, &counters, &tx)
+                    .run_remote(&runtime, &units, batch_size, &counters, &tx)
                     .await
                     .map_err(DataFusionError::from)
             });
@@ -686,6 +695,7 @@ mod tests {
             num_rows: rows.iter().sum(),
             streaming: rows.len() > 1,
             encrypted: false,
+            object: None,
         }
     }
 

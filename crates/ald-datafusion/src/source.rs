@@ -100,11 +100,10 @@ impl RemoteUrl {
 
     fn object(&self, store: &Arc<dyn ObjectStore>, meta: object_store::ObjectMeta) -> RemoteObject {
         RemoteObject {
-            store: Arc::clone(store),
+            store: Some(Arc::clone(store)),
+            store_url: self.store_url.clone(),
             url: format!("{}{}", self.store_url.as_str(), meta.location),
             path: meta.location,
-            e_tag: None,
-            size: meta.size,
         }
     }
 }
@@ -213,26 +212,68 @@ pub(crate) fn list(location: &Location, extension: &str) -> Result<Vec<PathBuf>>
     Ok(files)
 }
 
-/// One object of a remote table.
+/// One object of a remote table: where it is, and the store that reads it.
 #[derive(Debug, Clone)]
 pub(crate) struct RemoteObject {
-    pub(crate) store: Arc<dyn ObjectStore>,
+    /// The store, when the table was registered in this process; `None` for a table rebuilt from
+    /// a plan (`ald-ballista`), whose scans take the store of the session that runs them
+    /// ([`RemoteObject::location`]).
+    pub(crate) store: Option<Arc<dyn ObjectStore>>,
+    /// `scheme://authority/`: the store's key in a DataFusion `RuntimeEnv`.
+    pub(crate) store_url: ObjectStoreUrl,
     pub(crate) path: object_store::path::Path,
     /// `scheme://authority/path`, for messages (and the table's `FileInfo::path`).
     pub(crate) url: String,
-    /// The ETag seen when the table was planned (set once the object was opened).
-    pub(crate) e_tag: Option<String>,
-    /// The size listed, then the size seen when the object was opened.
-    pub(crate) size: u64,
 }
 
 impl RemoteObject {
-    fn location(&self) -> remote_file::Location {
-        remote_file::Location::from_store(
-            Arc::clone(&self.store),
+    /// The object `info` names (its [`ObjectVersion`]), without a store; `None` for a local file.
+    ///
+    /// # Errors
+    /// `InvalidFormat` ([`Error::Plan`]) for a store URL or key that does not parse.
+    pub(crate) fn of_planned(info: &FileInfo) -> Result<Option<Self>> {
+        let Some(object) = &info.object else {
+            return Ok(None);
+        };
+        let bad = |what| Error::Plan { what };
+        let store_url = ObjectStoreUrl::parse(&object.store)
+            .map_err(|_| bad("an object's store URL does not parse"))?;
+        if !matches!(Location::parse(store_url.as_str()), Ok(Location::Remote(_))) {
+            return Err(bad("an object's store URL is not object storage"));
+        }
+        let path = object_store::path::Path::parse(&object.key)
+            .map_err(|_| bad("an object's key is not a valid object path"))?;
+        if path.as_ref().is_empty() {
+            return Err(bad("an object's key is empty"));
+        }
+        Ok(Some(Self {
+            store: None,
+            url: format!("{}{path}", store_url.as_str()),
+            store_url,
+            path,
+        }))
+    }
+
+    /// The object's location for the remote reader, in the store this object was registered
+    /// with, else the one `runtime` has for its store URL, else one configured from the
+    /// environment (and registered with `runtime`), as for a table registered in that session.
+    fn location(&self, runtime: Option<&RuntimeEnv>) -> Result<remote_file::Location> {
+        let store = match &self.store {
+            Some(store) => Arc::clone(store),
+            None => {
+                let Location::Remote(url) = Location::parse(self.store_url.as_str())? else {
+                    return Err(Error::Plan {
+                        what: "an object's store URL is not object storage",
+                    });
+                };
+                url.store(runtime)?
+            }
+        };
+        Ok(remote_file::Location::from_store(
+            store,
             self.path.clone(),
             self.url.clone(),
-        )
+        ))
     }
 }
 
@@ -297,7 +338,9 @@ pub(crate) async fn open_remote(
     object: &RemoteObject,
     keys: &Keys,
     decrypt: bool,
+    runtime: Option<&RuntimeEnv>,
 ) -> Result<RemoteDataset> {
+    let location = object.location(runtime)?;
     let base = keys.load_options();
     let mut candidates: Vec<_> = if decrypt {
         keys.decryption_keys().map(Some).collect()
@@ -310,7 +353,7 @@ pub(crate) async fn open_remote(
     let last = candidates.len() - 1;
     for (index, key) in candidates.into_iter().enumerate() {
         let load = ald::LoadOptions { key, ..base };
-        match RemoteDataset::open_location(object.location(), &load, ReadOptions::default()).await {
+        match RemoteDataset::open_location(location.clone(), &load, ReadOptions::default()).await {
             Ok(dataset) => return Ok(dataset),
             Err(error) if error.signal() == Signal::DecryptionFailed && index < last => {}
             Err(error) => return Err(Error::remote(&object.url)(error)),
@@ -322,17 +365,14 @@ pub(crate) async fn open_remote(
     })
 }
 
-/// Opens every object of `objects`, [`PARALLEL_OPENS`] at once, in order; each gets the ETag and
-/// size its open saw.
+/// Opens every object of `objects`, [`PARALLEL_OPENS`] at once, in order.
 pub(crate) async fn open_all_remote(
     objects: Vec<RemoteObject>,
     keys: &Keys,
 ) -> Result<Vec<(RemoteObject, RemoteDataset)>> {
     futures::stream::iter(objects)
-        .map(|mut object| async move {
-            let dataset = open_remote(&object, keys, false).await?;
-            object.e_tag = dataset.file().e_tag().map(str::to_owned);
-            object.size = dataset.file().size();
+        .map(|object| async move {
+            let dataset = open_remote(&object, keys, false, None).await?;
             Ok::<_, Error>((object, dataset))
         })
         .buffered(PARALLEL_OPENS)
@@ -367,6 +407,23 @@ pub struct FileInfo {
     pub streaming: bool,
     /// Whether the payload is encrypted.
     pub encrypted: bool,
+    /// `Some` for an object on object storage (`path` is then its URL): the store, key and
+    /// version every read of it is pinned to.
+    pub object: Option<ObjectVersion>,
+}
+
+/// The object a table's file is, and the version of it the table was planned from: what a scan
+/// in another process (a Ballista executor) needs to read that object and nothing else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectVersion {
+    /// The store's URL, `scheme://authority/` (`s3://bucket/`): the key under which a DataFusion
+    /// `RuntimeEnv` registers the store that reads it.
+    pub store: String,
+    /// The object's key in the store (`object_store`'s path: no leading `/`).
+    pub key: String,
+    /// The ETag the store gave when the table was registered (`None` when the store gives none:
+    /// the size and chunk index alone then tell versions apart). A scan refuses another one.
+    pub e_tag: Option<String>,
 }
 
 impl FileInfo {
@@ -388,6 +445,7 @@ impl FileInfo {
             num_rows: dataset.num_rows(),
             chunks,
             path,
+            object: None,
         })
     }
 
@@ -404,9 +462,9 @@ impl FileInfo {
         self.chunks.iter().map(|chunk| chunk.stored_size).sum()
     }
 
-    /// What the planner needs from an object opened through the remote reader.
-    pub(crate) fn of_remote(url: &str, dataset: &RemoteDataset) -> Result<Self> {
-        let path = PathBuf::from(url);
+    /// What the planner needs from `object`, opened through the remote reader as `dataset`.
+    pub(crate) fn of_remote(object: &RemoteObject, dataset: &RemoteDataset) -> Result<Self> {
+        let path = PathBuf::from(&object.url);
         let chunks = (0..dataset.num_chunks())
             .map(|chunk| {
                 dataset.chunk_entry(chunk).ok_or_else(|| Error::Changed {
@@ -422,6 +480,11 @@ impl FileInfo {
             num_rows: dataset.num_rows(),
             chunks,
             path,
+            object: Some(ObjectVersion {
+                store: object.store_url.as_str().to_owned(),
+                key: object.path.as_ref().to_owned(),
+                e_tag: dataset.file().e_tag().map(str::to_owned),
+            }),
         })
     }
 
@@ -432,19 +495,23 @@ impl FileInfo {
         object: &RemoteObject,
         dataset: &RemoteDataset,
     ) -> Result<()> {
-        if dataset.file().size() != object.size {
+        if dataset.file().size() != self.file_size {
             return Err(Error::Changed {
                 path: self.path.clone(),
                 what: "its size",
             });
         }
-        if object.e_tag.is_some() && dataset.file().e_tag() != object.e_tag.as_deref() {
+        let planned = self
+            .object
+            .as_ref()
+            .and_then(|object| object.e_tag.as_deref());
+        if planned.is_some() && dataset.file().e_tag() != planned {
             return Err(Error::Changed {
                 path: self.path.clone(),
                 what: "its ETag",
             });
         }
-        self.check_same(&Self::of_remote(&object.url, dataset)?)
+        self.check_same(&Self::of_remote(object, dataset)?)
     }
 
     /// `Changed` unless `dataset` (opened again for a scan) has the rows and chunks planned from.

@@ -190,7 +190,7 @@ impl AldTable {
             let store = url.store(runtime)?;
             let objects = source::list_remote(url, &store, &options.file_extension).await?;
             for (object, dataset) in source::open_all_remote(objects, keys).await? {
-                let info = FileInfo::of_remote(&object.url, &dataset)?;
+                let info = FileInfo::of_remote(&object, &dataset)?;
                 schemas.add(&info.path, dataset.schema())?;
                 files.push(info);
                 origins.push(Some(object));
@@ -218,21 +218,24 @@ impl AldTable {
         })
     }
 
-    /// The table of local `files` (as [`AldTable::files`] lists them) with `file_schema`, as
-    /// another process registered it: a plan codec's way back (`ald-ballista`; a table on object
-    /// storage is not rebuilt this way, see [`AldTable::is_remote`]). Nothing is opened here; a
+    /// The table of `files` (as [`AldTable::files`] lists them) with `file_schema`, as another
+    /// process registered it: a plan codec's way back (`ald-ballista`). Nothing is opened here; a
     /// scan opens each file, verifies it under the keys and policy of the session that runs it,
-    /// and refuses it unless it is still the file described (`Changed`).
+    /// and refuses it unless it is still the file described (`Changed`). Objects on object
+    /// storage ([`FileInfo::object`]) are read through the store the scanning session has
+    /// registered for their store URL, else one configured from its environment, and must still
+    /// have the ETag planned from.
     ///
     /// # Errors
     /// `InvalidFormat` ([`Error::Plan`]) unless the files are a consistent table (at least one; in
     /// each, chunks that follow each other and add up to its row count; totals that fit in 64
-    /// bits); `Usage` for a schema the bridge cannot hand to DataFusion.
+    /// bits; all local files or all objects, each object's store URL and key well-formed); `Usage`
+    /// for a schema the bridge cannot hand to DataFusion.
     pub fn from_parts(files: Vec<FileInfo>, file_schema: arrow_schema::SchemaRef) -> Result<Self> {
         crate::scan::parts::check_files(&files)?;
         Ok(Self {
             schema: Arc::new(bridge::schema(&file_schema)?),
-            origins: files.iter().map(|_| None).collect(),
+            origins: crate::scan::parts::planned_origins(&files)?,
             files: files.into(),
             file_schema,
         })

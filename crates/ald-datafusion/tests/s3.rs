@@ -45,7 +45,7 @@ impl Moto {
                 .build()
                 .unwrap(),
         );
-        create_bucket(&server);
+        server.create_bucket(BUCKET);
         Self { server, store }
     }
 
@@ -66,24 +66,6 @@ impl Moto {
         );
         ctx
     }
-}
-
-/// `PUT /bucket` (moto does not check signatures).
-fn create_bucket(server: &test_support::MotoServer) {
-    use std::io::{Read as _, Write as _};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", server.port())).unwrap();
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
-        .unwrap();
-    write!(
-        stream,
-        "PUT /{BUCKET} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-        server.port()
-    )
-    .unwrap();
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
 }
 
 fn parquet_bytes(data: &ArrowDataset) -> Vec<u8> {

@@ -59,6 +59,28 @@ impl MotoServer {
     pub fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
+
+    /// Creates bucket `bucket` (`PUT /bucket`: moto does not check signatures, and
+    /// `object_store` has no call for it).
+    ///
+    /// # Panics
+    /// If the server does not answer 200.
+    pub fn create_bucket(&self, bucket: &str) {
+        use std::io::{Read as _, Write as _};
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("moto listens");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("a read timeout");
+        write!(
+            stream,
+            "PUT /{bucket} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            self.port
+        )
+        .expect("the request is sent");
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    }
 }
 
 impl Drop for MotoServer {

@@ -19,7 +19,7 @@ use envelope_sign::SigningPublicKey;
 
 use super::{AldScanExec, Shared, Unit};
 use crate::config::AldOptions;
-use crate::source::FileInfo;
+use crate::source::{FileInfo, RemoteObject};
 use crate::{Error, Result, bridge};
 
 /// Everything an [`AldScanExec`] was planned from, as [`AldScanExec::parts`] returns it and
@@ -80,6 +80,25 @@ pub(crate) fn check_files(files: &[FileInfo]) -> Result<()> {
         };
     }
     Ok(())
+}
+
+/// The objects `files` name ([`RemoteObject::of_planned`]), without stores: the scanning
+/// session supplies them.
+///
+/// # Errors
+/// `Plan` for a table mixing local files and objects, or an object that does not parse.
+pub(crate) fn planned_origins(files: &[FileInfo]) -> Result<Arc<[Option<RemoteObject>]>> {
+    let origins = files
+        .iter()
+        .map(RemoteObject::of_planned)
+        .collect::<Result<Vec<_>>>()?;
+    let objects = origins.iter().filter(|origin| origin.is_some()).count();
+    if objects != 0 && objects != origins.len() {
+        return Err(Error::Plan {
+            what: "a table mixes local files and objects",
+        });
+    }
+    Ok(origins.into())
 }
 
 impl AldScanExec {
@@ -165,8 +184,7 @@ impl AldScanExec {
         Ok(Self {
             shared: Arc::new(Shared {
                 opened: files.iter().map(|_| Mutex::new(None)).collect(),
-                // Rebuilt scans read local files (a table on object storage is not encoded).
-                origins: files.iter().map(|_| None).collect(),
+                origins: planned_origins(&files)?,
                 remote: files.iter().map(|_| tokio::sync::OnceCell::new()).collect(),
                 reported: files.iter().map(|_| Default::default()).collect(),
                 files,
@@ -214,7 +232,71 @@ mod tests {
             num_rows: rows.iter().sum(),
             streaming: rows.len() > 1,
             encrypted: false,
+            object: None,
         }
+    }
+
+    fn object(key: &str, rows: &[u64]) -> FileInfo {
+        FileInfo {
+            path: format!("s3://bucket/{key}").into(),
+            object: Some(crate::ObjectVersion {
+                store: "s3://bucket/".to_owned(),
+                key: key.to_owned(),
+                e_tag: Some("\"abc\"".to_owned()),
+            }),
+            ..file(rows)
+        }
+    }
+
+    #[test]
+    fn objects_are_rebuilt_without_a_store_and_bad_ones_are_refused() {
+        let scan = AldScanExec::from_parts(
+            parts(
+                vec![object("t/a.ald", &[3]), object("t/b.ald", &[2, 2])],
+                vec![vec![(0, 0), (1, 1)]],
+            ),
+            &AldOptions::new(),
+        )
+        .unwrap();
+        assert!(scan.is_remote());
+        let origins = planned_origins(&scan.parts().files).unwrap();
+        let urls: Vec<_> = origins
+            .iter()
+            .map(|origin| origin.as_ref().map(|o| (o.url.clone(), o.store.is_none())))
+            .collect();
+        assert_eq!(
+            urls,
+            [
+                Some(("s3://bucket/t/a.ald".to_owned(), true)),
+                Some(("s3://bucket/t/b.ald".to_owned(), true))
+            ]
+        );
+        assert_eq!(scan.parts().files[1].object, object("t/b.ald", &[1]).object);
+
+        let refused = |files: Vec<FileInfo>, why: &str| {
+            let error = AldScanExec::from_parts(parts(files, vec![vec![]]), &AldOptions::new())
+                .unwrap_err();
+            assert!(matches!(error, Error::Plan { .. }), "{error}");
+            assert!(error.to_string().contains(why), "{error}");
+        };
+        refused(
+            vec![file(&[3]), object("t/a.ald", &[3])],
+            "mixes local files and objects",
+        );
+        let with = |store: &str, key: &str| {
+            let mut info = object("t/a.ald", &[3]);
+            let version = info.object.as_mut().unwrap();
+            version.store = store.to_owned();
+            version.key = key.to_owned();
+            info
+        };
+        refused(vec![with("not a url", "t/a.ald")], "store URL");
+        refused(vec![with("ftp://host/", "t/a.ald")], "not object storage");
+        refused(vec![with("s3://bucket/", "")], "key is empty");
+        refused(
+            vec![with("s3://bucket/", "a//b")],
+            "not a valid object path",
+        );
     }
 
     fn parts(files: Vec<FileInfo>, partitions: Vec<Vec<(usize, usize)>>) -> AldScanParts {
