@@ -40,8 +40,12 @@ mod listing;
 mod location;
 mod model;
 mod ranged;
+mod training;
 
-pub use blocking::{BlockingDataset, BlockingEnvelope, BlockingFold, BlockingModel};
+pub use blocking::{
+    BlockingDataset, BlockingEnvelope, BlockingFold, BlockingModel, BlockingRankBatches,
+    BlockingTrainingSet,
+};
 pub use dataset::RemoteDataset;
 pub use error::{Error, Result};
 pub use fetch::{RemoteFile, Retry};
@@ -50,3 +54,4 @@ pub use listing::{Listed, for_each_object};
 pub use location::Location;
 pub use model::RemoteModel;
 pub use ranged::{ReadOptions, RemoteEnvelope};
+pub use training::{RemoteRankBatches, RemoteTrainingSet};
