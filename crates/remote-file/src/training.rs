@@ -325,10 +325,13 @@ async fn open_member(
     Ok(dataset)
 }
 
+/// The stream behind [`RemoteRankBatches`].
+type Units = Pin<Box<dyn Stream<Item = Result<(u64, RecordBatch)>> + Send>>;
+
 /// The chunks of one rank in one epoch ([`RemoteTrainingSet::rank_batches`]): a stream of
 /// `(unit, record batch)` in the rank's order.
 pub struct RemoteRankBatches {
-    inner: Pin<Box<dyn Stream<Item = Result<(u64, RecordBatch)>> + Send>>,
+    inner: Units,
     remaining: usize,
 }
 
