@@ -499,3 +499,62 @@ fn units_name_the_members_chunks() {
         );
     }
 }
+
+/// A rank's stream fetches ahead on the runtime's workers, while the consumer holds its batch,
+/// exactly `max_requests` units and no more.
+#[test]
+fn a_rank_fetches_a_bounded_number_of_chunks_ahead() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("set");
+    write_set(&root, &set_files(false));
+    let load = LoadOptions::default();
+    let sampler = TrainingSet::sampler_config(1, 1, None, false)
+        .unwrap()
+        .sampler()
+        .unwrap();
+    for ahead in [1, 3, 6] {
+        let options = ReadOptions {
+            max_requests: ahead,
+            ..ReadOptions::default()
+        };
+        let remote = BlockingTrainingSet::open(root.to_str().unwrap(), &load, options).unwrap();
+        let opened = remote.set().requests();
+        // Units held whole cost no request.
+        let ranged = |units: std::ops::Range<u64>| {
+            units
+                .filter(|&unit| {
+                    let (file, _) = remote.set().units().locate(unit).unwrap();
+                    remote.set().datasets()[file].is_ranged()
+                })
+                .count() as u64
+        };
+        let mut batches = remote.rank_batches(&sampler, 0, 0).unwrap();
+        batches.next().unwrap().unwrap();
+        let expected = ranged(0..ahead as u64);
+        // The units after the first complete in the background, while nothing is polled.
+        let waited = std::time::Instant::now();
+        while remote.set().requests() - opened < expected
+            && waited.elapsed() < std::time::Duration::from_secs(10)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert_eq!(remote.set().requests() - opened, expected, "{ahead} ahead");
+        // Each further item takes up one more unit.
+        batches.next().unwrap().unwrap();
+        let taken = ranged(0..ahead as u64 + 1);
+        let waited = std::time::Instant::now();
+        while remote.set().requests() - opened < taken
+            && waited.elapsed() < std::time::Duration::from_secs(10)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert_eq!(remote.set().requests() - opened, taken, "{ahead} ahead");
+        assert_eq!(batches.count() as u64, remote.num_units() - 2);
+        assert_eq!(
+            remote.set().requests() - opened,
+            ranged(0..remote.num_units())
+        );
+    }
+}
