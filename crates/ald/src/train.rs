@@ -29,13 +29,97 @@ use crate::{Error, LoadOptions, Result};
 /// The `"unit"` of a sampler configuration that reads `.ald` sets chunk by chunk.
 pub const CHUNK_UNIT: &str = "ald_chunk_v1";
 
+/// Whether the file at relative path `path` belongs to a set: an `.ald` file (lineage's
+/// [`RecordFormat`] of the path). Every other file below the set's root is ignored.
+#[must_use]
+pub fn is_member(path: &str) -> bool {
+    RecordFormat::of_path(path) == Some(RecordFormat::Ald)
+}
+
+/// Refuses the file at `path` (a member of a set, listed after the first one) when its schema
+/// `found` is not the set's `expected` one.
+///
+/// # Errors
+/// `SchemaMismatch` naming both schemas and the path.
+pub fn check_member_schema(expected: &SchemaRef, found: &SchemaRef, path: &str) -> Result<()> {
+    if expected != found {
+        return Err(Error::SchemaMismatch {
+            expected: expected.to_string(),
+            found: format!("{found} in {path}"),
+        });
+    }
+    Ok(())
+}
+
+/// The units of a set numbered across its files: the chunks of file 0, then those of file 1,
+/// and so on (files in the set's canonical order). Local ([`TrainingSet`]) and remote sets
+/// (`remote_file::RemoteTrainingSet`) number their units through this one type, so the same
+/// files give the same unit numbers wherever they are read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnitIndex {
+    /// `first_unit[f]` is the number of units before file `f`; the last entry is the total.
+    first_unit: Vec<u64>,
+}
+
+impl Default for UnitIndex {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl UnitIndex {
+    /// An index of no file.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            first_unit: vec![0],
+        }
+    }
+
+    /// Appends the next file, of `chunks` units (a file without chunks has none and is passed
+    /// over by [`UnitIndex::locate`]).
+    pub fn push(&mut self, chunks: usize) {
+        let units = self.num_units().saturating_add(chunks as u64);
+        self.first_unit.push(units);
+    }
+
+    /// Files in the index.
+    #[must_use]
+    pub fn num_files(&self) -> usize {
+        self.first_unit.len() - 1
+    }
+
+    /// Units in the index.
+    #[must_use]
+    pub fn num_units(&self) -> u64 {
+        self.first_unit.last().copied().unwrap_or(0)
+    }
+
+    /// The number of the first unit of file `file` (the units before it).
+    #[must_use]
+    pub fn first_unit(&self, file: usize) -> Option<u64> {
+        (file < self.num_files()).then(|| self.first_unit[file])
+    }
+
+    /// The file index and chunk of unit `unit`; `None` past the last unit.
+    #[must_use]
+    pub fn locate(&self, unit: u64) -> Option<(usize, usize)> {
+        if unit >= self.num_units() {
+            return None;
+        }
+        // The last file starting at or before `unit` (files without chunks start where the
+        // next one does and are passed over).
+        let file = self.first_unit.partition_point(|&first| first <= unit) - 1;
+        Some((file, usize::try_from(unit - self.first_unit[file]).ok()?))
+    }
+}
+
 /// The `.ald` files of a directory, opened and verified, with their chunks numbered.
 #[derive(Debug)]
 pub struct TrainingSet {
     root: PathBuf,
     files: Vec<(String, StreamingDataset<SharedMap>)>,
-    /// `first_unit[f]` is the number of units before file `f`; the last entry is the total.
-    first_unit: Vec<u64>,
+    units: UnitIndex,
 }
 
 impl TrainingSet {
@@ -51,23 +135,17 @@ impl TrainingSet {
         let tree =
             lineage::fs::walk(root, lineage::fs::SymlinkPolicy::Refuse).map_err(Error::Lineage)?;
         let mut files = Vec::new();
-        let mut first_unit = vec![0u64];
+        let mut units = UnitIndex::new();
         for path in tree.paths() {
-            if RecordFormat::of_path(path.as_str()) != Some(RecordFormat::Ald) {
+            if !is_member(path.as_str()) {
                 continue;
             }
             let dataset = StreamingDataset::open(root.join(path.as_str()), options)?;
             if let Some((_, first)) = files.first() {
                 let first: &StreamingDataset<SharedMap> = first;
-                if first.schema() != dataset.schema() {
-                    return Err(Error::SchemaMismatch {
-                        expected: first.schema().to_string(),
-                        found: format!("{} in {}", dataset.schema(), path.as_str()),
-                    });
-                }
+                check_member_schema(first.schema(), dataset.schema(), path.as_str())?;
             }
-            let units = first_unit.last().copied().unwrap_or(0) + dataset.num_chunks() as u64;
-            first_unit.push(units);
+            units.push(dataset.num_chunks());
             files.push((path.as_str().to_owned(), dataset));
         }
         if files.is_empty() {
@@ -76,7 +154,7 @@ impl TrainingSet {
         Ok(Self {
             root: root.to_owned(),
             files,
-            first_unit,
+            units,
         })
     }
 
@@ -100,7 +178,13 @@ impl TrainingSet {
     /// Units (chunks) in the set.
     #[must_use]
     pub fn num_units(&self) -> u64 {
-        self.first_unit.last().copied().unwrap_or(0)
+        self.units.num_units()
+    }
+
+    /// The numbering of the set's units.
+    #[must_use]
+    pub fn units(&self) -> &UnitIndex {
+        &self.units
     }
 
     /// Rows in the set.
@@ -112,19 +196,8 @@ impl TrainingSet {
     /// The file (relative path) and chunk of unit `unit`.
     #[must_use]
     pub fn unit(&self, unit: u64) -> Option<(&str, usize)> {
-        let (file, chunk) = self.locate(unit)?;
+        let (file, chunk) = self.units.locate(unit)?;
         Some((self.files[file].0.as_str(), chunk))
-    }
-
-    /// The file index and chunk of unit `unit`.
-    fn locate(&self, unit: u64) -> Option<(usize, usize)> {
-        if unit >= self.num_units() {
-            return None;
-        }
-        // The last file starting at or before `unit` (files without chunks start where the
-        // next one does and are passed over).
-        let file = self.first_unit.partition_point(|&first| first <= unit) - 1;
-        Some((file, usize::try_from(unit - self.first_unit[file]).ok()?))
     }
 
     /// The sampler configuration of a run over this set: the sampler fields and `"unit":
@@ -210,7 +283,7 @@ impl Iterator for RankBatches<'_> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let unit = self.units.next()?;
-        let (file, chunk) = self.set.locate(unit)?;
+        let (file, chunk) = self.set.units.locate(unit)?;
         Some(
             self.readers[file]
                 .get_chunk(chunk)
@@ -220,5 +293,44 @@ impl Iterator for RankBatches<'_> {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         self.units.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_number_chunks_across_files_and_pass_over_empty_files() {
+        let mut index = UnitIndex::new();
+        assert_eq!((index.num_files(), index.num_units()), (0, 0));
+        assert_eq!(index.locate(0), None);
+        for chunks in [2, 0, 3, 0, 1] {
+            index.push(chunks);
+        }
+        assert_eq!((index.num_files(), index.num_units()), (5, 6));
+        let located: Vec<_> = (0..6).map(|unit| index.locate(unit).unwrap()).collect();
+        assert_eq!(located, [(0, 0), (0, 1), (2, 0), (2, 1), (2, 2), (4, 0)]);
+        assert_eq!(index.locate(6), None);
+        assert_eq!(index.locate(u64::MAX), None);
+        let firsts: Vec<_> = (0..6).map(|file| index.first_unit(file)).collect();
+        assert_eq!(firsts, [Some(0), Some(2), Some(2), Some(5), Some(5), None]);
+    }
+
+    #[test]
+    fn members_are_ald_files_and_schemas_must_match() {
+        assert!(is_member("a/b.ald"));
+        assert!(!is_member("README.md"));
+        assert!(!is_member("a.ald.tmp"));
+        let one = std::sync::Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+            "x",
+            arrow_schema::DataType::Int64,
+            false,
+        )]));
+        let other = std::sync::Arc::new(arrow_schema::Schema::empty());
+        assert!(check_member_schema(&one, &one.clone(), "a.ald").is_ok());
+        let error = check_member_schema(&one, &other, "b/c.ald").unwrap_err();
+        assert_eq!(error.signal(), envelope_core::Signal::SchemaMismatch);
+        assert!(error.to_string().contains("b/c.ald"), "{error}");
     }
 }

@@ -1,5 +1,7 @@
-//! The synchronous facades: a [`RemoteDataset`] or a [`RemoteModel`] driven by a private
-//! current-thread runtime, for callers without one of their own (the command-line tools).
+//! The synchronous facades: a [`RemoteDataset`], a [`RemoteModel`] or a [`RemoteFold`] driven by
+//! a private current-thread runtime, and a [`RemoteTrainingSet`] by a private multi-thread one
+//! (its chunks are fetched ahead while the caller trains), for callers without a runtime of
+//! their own (the command-line tools, training loops).
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
@@ -9,6 +11,7 @@ use crate::fold::RemoteFold;
 use crate::location::Location;
 use crate::model::RemoteModel;
 use crate::ranged::{ReadOptions, RemoteEnvelope};
+use crate::training::{RemoteRankBatches, RemoteTrainingSet};
 use crate::{Error, Result};
 
 /// A [`RemoteDataset`] with blocking calls.
@@ -294,5 +297,130 @@ impl BlockingFold {
     /// As [`RemoteFold::chunks`].
     pub fn chunks(&self, names: &[&str]) -> Result<Vec<Vec<u8>>> {
         self.runtime.block_on(self.fold.chunks(names))
+    }
+}
+
+/// A [`RemoteTrainingSet`] with blocking calls, on a private runtime with worker threads (up to
+/// four, one per core): the chunks a rank fetches ahead are fetched and decoded on them while
+/// the caller works on the batch it has.
+#[derive(Debug)]
+pub struct BlockingTrainingSet {
+    runtime: tokio::runtime::Runtime,
+    set: RemoteTrainingSet,
+}
+
+impl BlockingTrainingSet {
+    /// As [`RemoteTrainingSet::open`], blocking.
+    ///
+    /// # Errors
+    /// `Runtime` if the runtime cannot start; as [`RemoteTrainingSet::open`].
+    pub fn open(location: &str, load: &ald::LoadOptions<'_>, options: ReadOptions) -> Result<Self> {
+        Self::open_location(Location::parse(location)?, load, options)
+    }
+
+    /// As [`RemoteTrainingSet::open_location`], blocking.
+    ///
+    /// # Errors
+    /// As [`BlockingTrainingSet::open`].
+    pub fn open_location(
+        prefix: Location,
+        load: &ald::LoadOptions<'_>,
+        options: ReadOptions,
+    ) -> Result<Self> {
+        let workers = std::thread::available_parallelism().map_or(1, |cores| cores.get().min(4));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .enable_all()
+            .build()
+            .map_err(Error::Runtime)?;
+        let set = runtime.block_on(RemoteTrainingSet::open_location(prefix, load, options))?;
+        Ok(Self { runtime, set })
+    }
+
+    /// The set (schema, paths, units, members and their requests).
+    #[must_use]
+    pub fn set(&self) -> &RemoteTrainingSet {
+        &self.set
+    }
+
+    /// The schema every member shares.
+    #[must_use]
+    pub fn schema(&self) -> &SchemaRef {
+        self.set.schema()
+    }
+
+    /// The members' keys relative to the prefix, in canonical order.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.set.paths()
+    }
+
+    /// Units (chunks) in the set.
+    #[must_use]
+    pub fn num_units(&self) -> u64 {
+        self.set.num_units()
+    }
+
+    /// Rows in the set.
+    #[must_use]
+    pub fn num_rows(&self) -> u64 {
+        self.set.num_rows()
+    }
+
+    /// The member and chunk of unit `unit`.
+    #[must_use]
+    pub fn unit(&self, unit: u64) -> Option<(&str, usize)> {
+        self.set.unit(unit)
+    }
+
+    /// As [`RemoteTrainingSet::sampler_config`].
+    ///
+    /// # Errors
+    /// As [`RemoteTrainingSet::sampler_config`].
+    pub fn sampler_config(
+        world_size: u64,
+        batch_size: u64,
+        shuffle_seed: Option<u64>,
+        drop_last: bool,
+    ) -> Result<lineage::plan::SamplerConfig> {
+        RemoteTrainingSet::sampler_config(world_size, batch_size, shuffle_seed, drop_last)
+    }
+
+    /// As [`RemoteTrainingSet::rank_batches`], as an iterator.
+    ///
+    /// # Errors
+    /// As [`RemoteTrainingSet::rank_batches`].
+    pub fn rank_batches(
+        &self,
+        sampler: &lineage::plan::Sampler,
+        rank: u64,
+        epoch: u64,
+    ) -> Result<BlockingRankBatches<'_>> {
+        let _entered = self.runtime.enter();
+        let stream = self.set.rank_batches(sampler, rank, epoch)?;
+        Ok(BlockingRankBatches {
+            runtime: &self.runtime,
+            stream,
+        })
+    }
+}
+
+/// The chunks of one rank in one epoch ([`BlockingTrainingSet::rank_batches`]): an iterator of
+/// `(unit, record batch)` in the rank's order.
+#[derive(Debug)]
+pub struct BlockingRankBatches<'a> {
+    runtime: &'a tokio::runtime::Runtime,
+    stream: RemoteRankBatches,
+}
+
+impl Iterator for BlockingRankBatches<'_> {
+    type Item = Result<(u64, RecordBatch)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.runtime
+            .block_on(futures::StreamExt::next(&mut self.stream))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        futures::Stream::size_hint(&self.stream)
     }
 }

@@ -233,6 +233,19 @@ impl RemoteDataset {
     /// `ChecksumMismatch` for a chunk that never matched); `Dataset` for a chunk that does not
     /// decode, `DecryptionFailed`; `Usage` for a chunk the file does not have.
     pub async fn chunks(&self, chunks: Range<usize>) -> Result<Vec<RecordBatch>> {
+        self.chunks_within(&self.in_flight, self.options.max_requests, chunks)
+            .await
+    }
+
+    /// As [`RemoteDataset::chunks`], under the bound `in_flight` (one a caller shares between
+    /// several files, as a training set's rank stream does) and at most `max_requests`
+    /// requests.
+    pub(crate) async fn chunks_within(
+        &self,
+        in_flight: &InFlight,
+        max_requests: usize,
+        chunks: Range<usize>,
+    ) -> Result<Vec<RecordBatch>> {
         let dataset = match &self.inner {
             Inner::Ranged(dataset) => dataset,
             Inner::Whole(dataset) => {
@@ -241,10 +254,10 @@ impl RemoteDataset {
                     .collect();
             }
         };
-        self.in_flight
+        in_flight
             .fetch_chunks(
                 &self.file,
-                self.options.max_requests,
+                max_requests,
                 chunks,
                 |chunk| Ok(dataset.chunk_range(chunk)?),
                 |chunk, bytes| Ok(dataset.check_chunk(chunk, bytes)?),

@@ -80,6 +80,22 @@ pub enum Error {
         /// The bound.
         max: u64,
     },
+    /// A prefix read as a training set holds no `.ald` object.
+    #[error("Usage: {location}: no .ald object under this prefix")]
+    EmptySet {
+        /// The prefix as given.
+        location: String,
+    },
+    /// A key under a prefix read as a tree that is not a normalized relative path (lineage's
+    /// `RelPath`: no empty, `.` or `..` segment), so the tree has no lineage snapshot either.
+    #[error("Usage: {location}: {source}")]
+    InvalidKey {
+        /// The prefix as given.
+        location: String,
+        /// Lineage's refusal, naming the key.
+        #[source]
+        source: lineage::Error,
+    },
     /// The runtime of the synchronous facade could not be started.
     #[error("Io: cannot start the I/O runtime: {0}")]
     Runtime(#[source] std::io::Error),
@@ -109,7 +125,9 @@ impl Error {
     #[must_use]
     pub fn signal(&self) -> Signal {
         match self {
-            Self::Location { .. } => Signal::Usage,
+            Self::Location { .. } | Self::EmptySet { .. } | Self::InvalidKey { .. } => {
+                Signal::Usage
+            }
             Self::Store { .. } | Self::ShortBody { .. } | Self::Runtime(_) | Self::Task(_) => {
                 Signal::Io
             }

@@ -14,8 +14,8 @@
 //!
 //! Native only, and the one library crate of the workspace with an async runtime (tokio, which
 //! `object_store` needs) and a TLS stack (rustls through reqwest): no format crate depends on it
-//! (deny.toml, `cargo xtask wasm-gate`). [`BlockingDataset`] and [`BlockingModel`] drive it from
-//! synchronous code.
+//! (deny.toml, `cargo xtask wasm-gate`). [`BlockingDataset`], [`BlockingModel`] and
+//! [`BlockingTrainingSet`] drive it from synchronous code.
 //!
 //! ```no_run
 //! use remote_file::{BlockingDataset, ReadOptions};
@@ -30,6 +30,28 @@
 //! println!("{} rows of {}", first.num_rows(), dataset.dataset().num_rows());
 //! # Ok::<(), remote_file::Error>(())
 //! ```
+//!
+//! A sharded `.ald` set under a prefix is read for training by [`RemoteTrainingSet`]
+//! ([`BlockingTrainingSet`]): the members, unit numbers and per-rank order of
+//! `ald::train::TrainingSet` over a local copy, each rank's chunks fetched a bounded number ahead.
+//!
+//! ```no_run
+//! use remote_file::{BlockingTrainingSet, ReadOptions};
+//!
+//! let set = BlockingTrainingSet::open(
+//!     "s3://bucket/shards/",
+//!     &ald::LoadOptions::default(),
+//!     ReadOptions::default(),
+//! )?;
+//! // 8 ranks, batches of 32 units, shuffled with seed 7, the last partial batch dropped.
+//! let sampler = BlockingTrainingSet::sampler_config(8, 32, Some(7), true)?.sampler()?;
+//! let (rank, epoch) = (0, 0);
+//! for item in set.rank_batches(&sampler, rank, epoch)? {
+//!     let (unit, batch) = item?;
+//!     println!("unit {unit}: {} rows", batch.num_rows());
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod blocking;
 mod dataset;
@@ -40,8 +62,12 @@ mod listing;
 mod location;
 mod model;
 mod ranged;
+mod training;
 
-pub use blocking::{BlockingDataset, BlockingEnvelope, BlockingFold, BlockingModel};
+pub use blocking::{
+    BlockingDataset, BlockingEnvelope, BlockingFold, BlockingModel, BlockingRankBatches,
+    BlockingTrainingSet,
+};
 pub use dataset::RemoteDataset;
 pub use error::{Error, Result};
 pub use fetch::{RemoteFile, Retry};
@@ -50,3 +76,4 @@ pub use listing::{Listed, for_each_object};
 pub use location::Location;
 pub use model::RemoteModel;
 pub use ranged::{ReadOptions, RemoteEnvelope};
+pub use training::{RemoteRankBatches, RemoteTrainingSet};

@@ -53,6 +53,21 @@ impl Listed {
     }
 }
 
+#[cfg(test)]
+impl Listed {
+    /// A listed object of one byte named `relative` (its location is `prefix`'s: no request is
+    /// made with it).
+    pub(crate) fn for_test(prefix: &Location, relative: &str) -> Self {
+        Self {
+            relative: relative.to_owned(),
+            size: 1,
+            e_tag: None,
+            version: None,
+            location: prefix.clone(),
+        }
+    }
+}
+
 impl Location {
     /// Every object under this location read as a directory, sorted by relative key (bytewise).
     /// Zero-byte keys ending in `/` (the "folder" markers some consoles create) are not objects
@@ -175,7 +190,7 @@ where
 
 /// A spawned task that is cancelled when its result is no longer wanted (a run stopped by an
 /// error drops the tasks in flight: none keeps reading in the background).
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+pub(crate) struct AbortOnDrop<T>(pub(crate) tokio::task::JoinHandle<T>);
 
 impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {

@@ -13,6 +13,7 @@ mod folds;
 mod models;
 mod proxy;
 mod s3;
+mod training;
 
 use std::sync::Arc;
 
