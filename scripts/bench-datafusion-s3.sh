@@ -53,17 +53,36 @@ logical=$(awk '{ s += $2 } END { print s }' "$work/data/logical.txt")
 
 echo "$files files x $rows rows; Arrow data $((logical / 1048576)) MiB; .ald $((ald_bytes / 1048576)) MiB; Parquet $((parquet_bytes / 1048576)) MiB"
 echo "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), best of $runs, moto $("$python" -c 'import moto; print(moto.__version__)') on 127.0.0.1"
+# The server's floor: every object of a format fetched whole by curl, two at a time (the
+# queries' concurrency on 2 cores), nothing decoded: what moto (Python, on the same cores) costs.
+for format in ald parquet; do
+    best=1000000
+    for _ in $(seq "$runs"); do
+        start=$(date +%s.%N)
+        for file in "$work"/data/$format/*; do
+            echo "$AWS_ENDPOINT_URL/bench/$format/$(basename "$file")"
+        done | xargs -P 2 -n 1 curl -sf --aws-sigv4 aws:amz:us-east-1:s3 --user test:test \
+            -o /dev/null -w '%{size_download}\n' > "$work/sizes.txt"
+        wall=$(echo "$start $(date +%s.%N)" | awk '{ print $2 - $1 }')
+        got=$(awk '{ s += $1 } END { print s }' "$work/sizes.txt")
+        want=$(du -cb "$work"/data/$format/* | tail -1 | cut -f1)
+        [ "$got" = "$want" ] || { echo "curl fetched $got bytes of $format, not $want" >&2; exit 1; }
+        best=$(echo "$best $wall" | awk '{ print ($2 < $1) ? $2 : $1 }')
+    done
+    bytes=$(du -cb "$work"/data/$format/* | tail -1 | cut -f1)
+    echo "transfer floor ($format, whole objects by curl, 2 at a time, best of $runs): $best s, $(echo "$bytes $best" | awk '{ printf "%.0f", $1 / $2 / 1e6 }') MB/s"
+done
 echo
-echo "| query | format | wall | MB/s (logical) | peak RSS | requests | bytes fetched | bytes needed | rows |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| query | format | wall | MB/s (logical) | peak RSS | CPU (whole process) | requests | bytes fetched | bytes needed | rows |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for query in full column filter; do
     for format in ald parquet; do
-        /usr/bin/time -f "%M" -o "$work/time.txt" "$bench" query "$work/data" "$format" "$query" "$runs" > "$work/line.txt"
+        /usr/bin/time -f "%M %P" -o "$work/time.txt" "$bench" query "$work/data" "$format" "$query" "$runs" > "$work/line.txt"
         read -r _ _ wall rate requests fetched needed out _ < "$work/line.txt"
-        kb=$(tail -1 "$work/time.txt")
+        read -r kb cpu < <(tail -1 "$work/time.txt")
         awk -v q="$query" -v f="$format" -v w="$wall" -v r="$rate" -v kb="$kb" -v n="$requests" \
-            -v b="$fetched" -v d="$needed" -v o="$out" 'BEGIN {
-            printf "| %s | %s | %.2f s | %.0f | %.0f MiB | %d | %.1f MB | %.1f MB | %d |\n",
-                q, f, w, r, kb / 1024, n, b / 1e6, d / 1e6, o }'
+            -v b="$fetched" -v d="$needed" -v o="$out" -v c="$cpu" 'BEGIN {
+            printf "| %s | %s | %.2f s | %.0f | %.0f MiB | %s | %d | %.1f MB | %.1f MB | %d |\n",
+                q, f, w, r, kb / 1024, c, n, b / 1e6, d / 1e6, o }'
     done
 done
