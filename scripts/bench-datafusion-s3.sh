@@ -13,7 +13,8 @@
 #   bash scripts/bench-datafusion-s3.sh
 #
 # Environment: INTEROP_PYTHON (a venv with moto[server]; default .venv/bin/python), FILES (8),
-# ROWS (1900000 rows per file: ~1 GiB of Arrow data in all), CHUNK_ROWS (262144), RUNS (3).
+# ROWS (1900000 rows per file: ~1 GiB of Arrow data in all), CHUNK_ROWS (262144), RUNS (3),
+# ALD_COMPRESSION (the .ald files' codec: zstd, the CLI's default; lz4; none).
 # Data is generated once into a directory under ${TMPDIR:-/tmp}, removed on exit with moto.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,27 +52,41 @@ ald_bytes=$(du -cb "$work"/data/ald/*.ald | tail -1 | cut -f1)
 parquet_bytes=$(du -cb "$work"/data/parquet/*.parquet | tail -1 | cut -f1)
 logical=$(awk '{ s += $2 } END { print s }' "$work/data/logical.txt")
 
-echo "$files files x $rows rows; Arrow data $((logical / 1048576)) MiB; .ald $((ald_bytes / 1048576)) MiB; Parquet $((parquet_bytes / 1048576)) MiB"
+echo "$files files x $rows rows (.ald: ${ALD_COMPRESSION:-zstd}); Arrow data $((logical / 1048576)) MiB; .ald $((ald_bytes / 1048576)) MiB; Parquet $((parquet_bytes / 1048576)) MiB"
 echo "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), best of $runs, moto $("$python" -c 'import moto; print(moto.__version__)') on 127.0.0.1"
-# The server's floor: every object of a format fetched whole by curl, two at a time (the
-# queries' concurrency on 2 cores), nothing decoded: what moto (Python, on the same cores) costs.
-for format in ald parquet; do
-    best=1000000
+# The server's floor, nothing decoded: every object of a format fetched by curl, two requests at
+# a time (the queries' concurrency on 2 cores), (whole) in one GET each, and (.ald's pattern) as
+# a scan requests it: a 64 KiB head and tail, then the payload in CHUNKS ranges. moto reads the
+# whole object to answer a range GET (its cost grows with the object, not the range), so this
+# floor says how much of a scan's wall time is the server.
+chunks=$(( (rows + chunk_rows - 1) / chunk_rows ))
+floor() { # label, then lines of "range url" on standard input
+    local label=$1 best=1000000 wall got
+    cat >"$work/requests.txt"
     for _ in $(seq "$runs"); do
         start=$(date +%s.%N)
-        for file in "$work"/data/$format/*; do
-            echo "$AWS_ENDPOINT_URL/bench/$format/$(basename "$file")"
-        done | xargs -P 2 -n 1 curl -sf --aws-sigv4 aws:amz:us-east-1:s3 --user test:test \
-            -o /dev/null -w '%{size_download}\n' > "$work/sizes.txt"
+        xargs -P 2 -L 1 sh -c 'curl -sf --aws-sigv4 aws:amz:us-east-1:s3 --user test:test -r "$0" -o /dev/null -w "%{size_download}\n" "$1"' \
+            <"$work/requests.txt" >"$work/sizes.txt"
         wall=$(echo "$start $(date +%s.%N)" | awk '{ print $2 - $1 }')
-        got=$(awk '{ s += $1 } END { print s }' "$work/sizes.txt")
-        want=$(du -cb "$work"/data/$format/* | tail -1 | cut -f1)
-        [ "$got" = "$want" ] || { echo "curl fetched $got bytes of $format, not $want" >&2; exit 1; }
         best=$(echo "$best $wall" | awk '{ print ($2 < $1) ? $2 : $1 }')
     done
-    bytes=$(du -cb "$work"/data/$format/* | tail -1 | cut -f1)
-    echo "transfer floor ($format, whole objects by curl, 2 at a time, best of $runs): $best s, $(echo "$bytes $best" | awk '{ printf "%.0f", $1 / $2 / 1e6 }') MB/s"
+    got=$(awk '{ s += $1 } END { print s }' "$work/sizes.txt")
+    echo "server floor, $label: $(wc -l <"$work/requests.txt") requests, $got bytes, best of $runs: $best s"
+}
+for format in ald parquet; do
+    for file in "$work"/data/$format/*; do
+        echo "0- $AWS_ENDPOINT_URL/bench/$format/$(basename "$file")"
+    done | floor "$format objects whole"
 done
+for file in "$work"/data/ald/*; do
+    url=$AWS_ENDPOINT_URL/bench/ald/$(basename "$file")
+    size=$(stat -c %s "$file")
+    echo "0-65535 $url"
+    echo "$((size - 65536))- $url"
+    awk -v size="$size" -v n="$chunks" -v url="$url" 'BEGIN {
+        step = int(size / n); for (i = 0; i < n; i++) {
+            end = (i == n - 1) ? size - 1 : (i + 1) * step - 1; printf "%d-%d %s\n", i * step, end, url } }'
+done | floor ".ald scan pattern (head + tail + $chunks ranges per object)"
 echo
 echo "| query | format | wall | MB/s (logical) | peak RSS | CPU (whole process) | requests | bytes fetched | bytes needed | rows |"
 echo "|---|---|---|---|---|---|---|---|---|---|"

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! s3_scan generate DIR FILES ROWS_PER_FILE CHUNK_ROWS   # DIR/ald/*.ald, DIR/parquet/*.parquet
+//!                                                        # (.ald: $ALD_COMPRESSION, zstd by default)
 //! s3_scan upload DIR                                     # to s3://$BENCH_BUCKET/{ald,parquet}/
 //! s3_scan query DIR ald|parquet full|column|filter RUNS  # best of RUNS, one result line
 //! ```
@@ -146,7 +147,14 @@ fn generate(
     std::fs::create_dir_all(dir.join("ald"))?;
     std::fs::create_dir_all(dir.join("parquet"))?;
     let mut logical = vec![0u64; COLUMNS.len()];
-    let options = SaveOptions::new(DatasetType::Tabular, Compression::ZstdL3).streaming(chunk_rows);
+    // The `.ald` files' compression: `ALD_COMPRESSION` = zstd (the CLI's default), lz4 or none.
+    let compression = match std::env::var("ALD_COMPRESSION").as_deref() {
+        Ok("zstd") | Err(_) => Compression::ZstdL3,
+        Ok("lz4") => Compression::Lz4,
+        Ok("none") => Compression::None,
+        Ok(other) => return Err(format!("ALD_COMPRESSION={other}: zstd, lz4 or none").into()),
+    };
+    let options = SaveOptions::new(DatasetType::Tabular, compression).streaming(chunk_rows);
     for file in 0..files {
         let start = i64::try_from(file)? * rows_per_file;
         let batch = rows(start, rows_per_file)?;
