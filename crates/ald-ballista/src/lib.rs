@@ -3,11 +3,12 @@
 //! scheduler to its executors.
 //!
 //! Key decisions (the user's page is `docs/datafusion.md` §7):
-//! - **No secret in a plan.** A shipped table or scan holds the files as planned (paths, sizes,
-//!   chunk indexes), the schema, the projection, the limit, each partition's chunks and the
-//!   signature policy the scan was planned under (public keys). Keys for encrypted files are the
-//!   executor's own ([`AldPhysicalCodec::with_options`]); the client's `ald.*` secrets never leave
-//!   it.
+//! - **No secret in a plan.** A shipped table or scan holds the files as planned (paths, or
+//!   objects' store URLs, keys and ETags; sizes, chunk indexes), the schema, the projection, the
+//!   limit, each partition's chunks and the signature policy the scan was planned under (public
+//!   keys). Keys for encrypted files and object store credentials are the executor's own
+//!   ([`AldPhysicalCodec::with_options`], its `RuntimeEnv`'s stores); the client's `ald.*`
+//!   secrets never leave it.
 //! - **The stricter policy.** An executor reads a shipped scan under both its own signature
 //!   policy and the plan's ([`effective_options`]).
 //! - **Untrusted bytes.** Decoding a node is bounded ([`MAX_NODE_BYTES`], every count checked

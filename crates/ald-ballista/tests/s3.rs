@@ -48,6 +48,28 @@ async fn upload(store: &Arc<dyn ObjectStore>, dir: &std::path::Path, prefix: &st
     }
 }
 
+/// A moto server with bucket `tables`, and `files` STREAMING files of `chunks` chunks of
+/// `chunk_rows` rows written to a temporary directory and uploaded under `ald/`.
+async fn server_with_table(
+    files: i64,
+    chunks: i64,
+    chunk_rows: i64,
+) -> (test_support::MotoServer, tempfile::TempDir) {
+    let server = test_support::MotoServer::start();
+    server.create_bucket(BUCKET);
+    let dir = tempfile::tempdir().unwrap();
+    write_table(dir.path(), files, chunks, chunk_rows);
+    upload(&store(&server), dir.path(), "ald/").await;
+    (server, dir)
+}
+
+/// `s3://tables/ald/` registered on `ctx` as `trips`.
+async fn register_trips(ctx: &datafusion::prelude::SessionContext) {
+    register_ald_async(ctx, "trips", "s3://tables/ald/", AldTableOptions::default())
+        .await
+        .unwrap();
+}
+
 /// A cluster of two executors whose runtimes read `s3://tables/` through their own client of
 /// `server`, and a client session of it with its own client too.
 async fn cluster_and_client(
@@ -66,23 +88,12 @@ async fn cluster_and_client(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "needs $INTEROP_PYTHON with moto[server] (.ci/run)"]
 async fn a_prefix_on_s3_is_queried_by_two_executors_reading_by_range() {
-    let server = test_support::MotoServer::start();
-    server.create_bucket(BUCKET);
-    let dir = tempfile::tempdir().unwrap();
     // 4 objects of 3 chunks: 12 units of scan work, so 12 scan tasks.
-    write_table(dir.path(), 4, 3, 20_000);
-    upload(&store(&server), dir.path(), "ald/").await;
+    let (server, dir) = server_with_table(4, 3, 20_000).await;
     let expected = local_answer(dir.path(), QUERY).await;
 
     let (cluster, ctx) = cluster_and_client(&server).await;
-    register_ald_async(
-        &ctx,
-        "trips",
-        "s3://tables/ald/",
-        AldTableOptions::default(),
-    )
-    .await
-    .unwrap();
+    register_trips(&ctx).await;
     assert_eq!(run(&ctx, QUERY).await.unwrap(), expected);
     let tasks = cluster.tasks();
     assert!(
@@ -110,15 +121,9 @@ async fn a_prefix_on_s3_is_queried_by_two_executors_reading_by_range() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "needs $INTEROP_PYTHON with moto[server] (.ci/run)"]
 async fn executors_read_through_their_own_stores_not_the_clients() {
-    let (data, elsewhere) = (
-        test_support::MotoServer::start(),
-        test_support::MotoServer::start(),
-    );
-    data.create_bucket(BUCKET);
+    let (data, _dir) = server_with_table(1, 2, 500).await;
+    let elsewhere = test_support::MotoServer::start();
     elsewhere.create_bucket(BUCKET);
-    let dir = tempfile::tempdir().unwrap();
-    write_table(dir.path(), 1, 2, 500);
-    upload(&store(&data), dir.path(), "ald/").await;
     // The client reads `data`; the executors' `s3://tables/` is another server's empty bucket.
     let stores = Arc::new(DefaultObjectStoreRegistry::new());
     stores.register_store(&bucket_url(), store(&elsewhere));
@@ -127,14 +132,7 @@ async fn executors_read_through_their_own_stores_not_the_clients() {
         .unwrap();
     let ctx = remote_context(&cluster.scheduler_url(), AldOptions::new()).unwrap();
     ctx.register_object_store(&bucket_url(), store(&data));
-    register_ald_async(
-        &ctx,
-        "trips",
-        "s3://tables/ald/",
-        AldTableOptions::default(),
-    )
-    .await
-    .unwrap();
+    register_trips(&ctx).await;
     let error = run(&ctx, QUERY).await.unwrap_err().to_string();
     assert!(
         error.contains("s3://tables/ald/part-0.ald") && error.contains("NotFound"),
@@ -145,21 +143,10 @@ async fn executors_read_through_their_own_stores_not_the_clients() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "needs $INTEROP_PYTHON with moto[server] (.ci/run)"]
 async fn an_object_replaced_after_planning_is_refused_on_the_executor_by_its_etag() {
-    let server = test_support::MotoServer::start();
-    server.create_bucket(BUCKET);
-    let dir = tempfile::tempdir().unwrap();
-    write_table(dir.path(), 2, 2, 500);
+    let (server, dir) = server_with_table(2, 2, 500).await;
     let client = store(&server);
-    upload(&client, dir.path(), "ald/").await;
     let (_cluster, ctx) = cluster_and_client(&server).await;
-    register_ald_async(
-        &ctx,
-        "trips",
-        "s3://tables/ald/",
-        AldTableOptions::default(),
-    )
-    .await
-    .unwrap();
+    register_trips(&ctx).await;
     // Same size, same chunk index and CRCs, every structural check passing: only the ETag tells
     // this object from the one planned from (a chunk rewritten, its CRC-32C forged).
     let good = std::fs::read(dir.path().join("part-1.ald")).unwrap();

@@ -101,7 +101,7 @@ impl RemoteUrl {
     fn object(&self, store: &Arc<dyn ObjectStore>, meta: object_store::ObjectMeta) -> RemoteObject {
         RemoteObject {
             store: Some(Arc::clone(store)),
-            store_url: self.store_url.clone(),
+            origin: self.clone(),
             url: format!("{}{}", self.store_url.as_str(), meta.location),
             path: meta.location,
         }
@@ -219,8 +219,10 @@ pub(crate) struct RemoteObject {
     /// a plan (`ald-ballista`), whose scans take the store of the session that runs them
     /// ([`RemoteObject::location`]).
     pub(crate) store: Option<Arc<dyn ObjectStore>>,
-    /// `scheme://authority/`: the store's key in a DataFusion `RuntimeEnv`.
-    pub(crate) store_url: ObjectStoreUrl,
+    /// A URL in the object's store (the one the table was registered from, or the planned
+    /// store URL): [`RemoteUrl::store_url`] is the store's key in a DataFusion `RuntimeEnv`, and
+    /// [`RemoteUrl::store`] finds or builds the store.
+    pub(crate) origin: RemoteUrl,
     pub(crate) path: object_store::path::Path,
     /// `scheme://authority/path`, for messages (and the table's `FileInfo::path`).
     pub(crate) url: String,
@@ -236,11 +238,11 @@ impl RemoteObject {
             return Ok(None);
         };
         let bad = |what| Error::Plan { what };
-        let store_url = ObjectStoreUrl::parse(&object.store)
-            .map_err(|_| bad("an object's store URL does not parse"))?;
-        if !matches!(Location::parse(store_url.as_str()), Ok(Location::Remote(_))) {
-            return Err(bad("an object's store URL is not object storage"));
-        }
+        // Parsed once here; every open of the object then uses the parsed store URL.
+        let origin = match Location::parse(&object.store) {
+            Ok(Location::Remote(origin)) if origin.store_url().as_str() == object.store => origin,
+            _ => return Err(bad("an object's store URL is not object storage")),
+        };
         let path = object_store::path::Path::parse(&object.key)
             .map_err(|_| bad("an object's key is not a valid object path"))?;
         if path.as_ref().is_empty() {
@@ -248,8 +250,8 @@ impl RemoteObject {
         }
         Ok(Some(Self {
             store: None,
-            url: format!("{}{path}", store_url.as_str()),
-            store_url,
+            url: format!("{}{path}", origin.store_url().as_str()),
+            origin,
             path,
         }))
     }
@@ -260,14 +262,7 @@ impl RemoteObject {
     fn location(&self, runtime: Option<&RuntimeEnv>) -> Result<remote_file::Location> {
         let store = match &self.store {
             Some(store) => Arc::clone(store),
-            None => {
-                let Location::Remote(url) = Location::parse(self.store_url.as_str())? else {
-                    return Err(Error::Plan {
-                        what: "an object's store URL is not object storage",
-                    });
-                };
-                url.store(runtime)?
-            }
+            None => self.origin.store(runtime)?,
         };
         Ok(remote_file::Location::from_store(
             store,
@@ -481,7 +476,7 @@ impl FileInfo {
             chunks,
             path,
             object: Some(ObjectVersion {
-                store: object.store_url.as_str().to_owned(),
+                store: object.origin.store_url().as_str().to_owned(),
                 key: object.path.as_ref().to_owned(),
                 e_tag: dataset.file().e_tag().map(str::to_owned),
             }),
