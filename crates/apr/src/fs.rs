@@ -20,6 +20,7 @@ use std::path::Path;
 use envelope_core::fs::Destination;
 use envelope_core::{ChunkIndex, Envelope, EnvelopeParts, Format};
 pub use mapped_file::MappedFile;
+use mapped_file::input::{self, Follow};
 use output_file::{PendingFile, PositionalWriter};
 
 use crate::card::{ModelCard, ModelMetadata, PayloadKind, TensorEntry};
@@ -278,7 +279,10 @@ pub fn import_safetensors(path: impl AsRef<Path>) -> Result<TensorModel> {
     let path = path.as_ref();
     // The weights path is the caller's to choose (a symlink there is followed); its sidecars are
     // found by name beside it, so they are never followed.
-    let weights = MappedFile::from_file(&open_regular(path, true)?, mapped_file::Mode::Map)?;
+    let weights = MappedFile::from_file(
+        &input::open(path, Follow::Symlinks)?,
+        mapped_file::Mode::Map,
+    )?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let limit = safetensors::sidecar_limit(&weights)?;
     let sidecar = |name: &str| read_sidecar(&dir.join(name), limit);
@@ -287,63 +291,20 @@ pub fn import_safetensors(path: impl AsRef<Path>) -> Result<TensorModel> {
     safetensors::import(&weights, scales.as_deref(), mins.as_deref())
 }
 
-/// Opens `path` for reading without blocking (`O_NONBLOCK`: a FIFO opens at once), following a
-/// symlink at its last component only if `follow`, and checks that the opened handle is a
-/// regular file.
-fn open_regular(path: &Path, follow: bool) -> std::io::Result<File> {
-    #[cfg(unix)]
-    let file = {
-        use rustix::fs::{Mode, OFlags};
-        let mut flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-        if !follow {
-            flags |= OFlags::NOFOLLOW;
-        }
-        File::from(rustix::fs::open(path, flags, Mode::empty())?)
-    };
-    #[cfg(not(unix))]
-    let file = {
-        if !follow && std::fs::symlink_metadata(path)?.file_type().is_symlink() {
-            return Err(std::io::Error::other(format!(
-                "{}: a symlink is not followed",
-                path.display()
-            )));
-        }
-        File::open(path)?
-    };
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other(format!(
-            "{}: not a regular file",
-            path.display()
-        )));
-    }
-    Ok(file)
-}
-
 /// Reads the sidecar at `path` if it exists: a regular file reached without a symlink, of at
 /// most `limit` bytes.
 fn read_sidecar(path: &Path, limit: u64) -> Result<Option<Vec<u8>>> {
-    let file = match open_regular(path, false) {
+    let file = match input::open(path, Follow::NoSymlinks) {
         Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(error) => return Err(error.into()),
     };
-    read_at_most(file, limit)?.map(Some).ok_or_else(|| {
+    input::read_file(file, limit)?.map(Some).ok_or_else(|| {
         Error::from(std::io::Error::other(format!(
             "{}: larger than the {limit} bytes the weights' quantized tensors can need",
             path.display()
         )))
     })
-}
-
-/// The whole of `file` if it holds at most `limit` bytes, `None` (without reading it) if more:
-/// its length is checked first, and the read stops one byte past `limit` in case it grew.
-fn read_at_most(file: File, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
-    if file.metadata()?.len() > limit {
-        return Ok(None);
-    }
-    let mut bytes = Vec::new();
-    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
-    Ok((bytes.len() as u64 <= limit).then_some(bytes))
 }
 
 /// The memory budget of `apr quantize`'s writer ([`TensorFileWriter::with_memory_budget`]): an

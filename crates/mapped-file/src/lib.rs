@@ -1,6 +1,7 @@
-//! A read-only view of a whole file, memory-mapped natively: the one place the workspace's native
-//! readers (`.fold` chunks, `.ald` streaming datasets, `.apr` models, zero-copy tensors) get
-//! `mmap`, behind a safe API.
+//! How the workspace's native readers open the files they read: a read-only view of a whole file,
+//! memory-mapped natively (the one place `.fold` chunks, `.ald` streaming datasets, `.apr` models
+//! and zero-copy tensors get `mmap`, behind a safe API), and [`input`], the one opener of every
+//! input and side file (without blocking, regular files only, read within a bound).
 //!
 //! Mapping lets a reader open a multi-gigabyte file in microseconds, touch only the pages it
 //! reads, and hash or hand out bytes straight from the page cache without a copy.
@@ -32,6 +33,9 @@
 //! byte slice instead.
 
 #![cfg_attr(target_arch = "wasm32", allow(unused))]
+
+#[cfg(not(target_arch = "wasm32"))]
+pub mod input;
 
 #[cfg(not(target_arch = "wasm32"))]
 mod native {
@@ -78,38 +82,7 @@ mod native {
         }
     }
 
-    /// Opens `path` for reading without blocking (a FIFO would otherwise wait for a writer) and
-    /// checks that what was opened is a regular file.
-    fn open_regular(path: &Path) -> std::io::Result<File> {
-        let mut options = std::fs::OpenOptions::new();
-        options.read(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt as _;
-            // O_NONBLOCK changes nothing for a regular file; it makes opening a FIFO return at once.
-            options.custom_flags(libc::O_NONBLOCK);
-        }
-        let file = options.open(path)?;
-        let meta = file.metadata()?;
-        if !meta.is_file() {
-            return Err(not_regular(Some(path), &meta));
-        }
-        Ok(file)
-    }
-
-    /// The error for something that is not a regular file, saying what it is.
-    fn not_regular(path: Option<&Path>, meta: &std::fs::Metadata) -> std::io::Error {
-        let what = if meta.is_dir() {
-            "a directory"
-        } else {
-            "not a regular file (a device, FIFO or socket)"
-        };
-        let message = match path {
-            Some(path) => format!("{} is {what}", path.display()),
-            None => format!("the file is {what}"),
-        };
-        std::io::Error::new(std::io::ErrorKind::InvalidInput, message)
-    }
+    use crate::input::{Follow, not_regular};
 
     impl MappedFile {
         /// Maps `path` read-only.
@@ -127,7 +100,7 @@ mod native {
         /// Whatever opening, reading or mapping the file reports.
         pub fn open_with(path: impl AsRef<Path>, mode: Mode) -> std::io::Result<Self> {
             let path = path.as_ref();
-            let file = open_regular(path)?;
+            let file = crate::input::open(path, Follow::Symlinks)?;
             if mode == Mode::Snapshot {
                 return Self::snapshot(file, path.parent());
             }

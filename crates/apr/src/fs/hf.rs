@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use envelope_core::fs::Destination;
 use safetensors::tensor::{Dtype, SafeTensors};
 
-use super::{MappedFile, TensorFileWriter, open_regular, read_at_most};
+use mapped_file::input::{self, Follow};
+
+use super::{MappedFile, TensorFileWriter};
 use crate::card::{ModelCard, SourceFiles};
 use crate::error::{Error, Result};
 use crate::hf::{
@@ -332,7 +334,9 @@ impl ModelDir {
         };
         // The last component is no link now (a canonical path, or checked above): a link swapped
         // in meanwhile is refused (O_NOFOLLOW), not followed.
-        Ok(Some(open_regular(&target, false).map_err(open_error)?))
+        Ok(Some(
+            input::open(&target, Follow::NoSymlinks).map_err(open_error)?,
+        ))
     }
 
     /// Reads the file `name` if present, refusing one over `limit` bytes without reading it.
@@ -340,7 +344,7 @@ impl ModelDir {
         let Some(file) = self.open(name)? else {
             return Ok(None);
         };
-        let bytes = read_at_most(file, limit).map_err(|source| HfError::Open {
+        let bytes = input::read_file(file, limit).map_err(|source| HfError::Open {
             file: self.dir.join(name),
             source,
         })?;
