@@ -27,6 +27,8 @@ mod fuzz_seeds_interchange;
 mod regenerate;
 #[cfg(test)]
 mod tidy;
+#[cfg(test)]
+mod tidy_docs;
 mod wasm_gate;
 
 use std::process::ExitCode;
